@@ -1,0 +1,22 @@
+# Entry points for people and CI. `setup` is idempotent and fast once done (see scripts/setup.sh),
+# so every target that needs Docker, the images or the venv depends on it.
+.PHONY: setup demo test lint bench clean-sandboxes
+
+setup:
+	bash scripts/setup.sh
+
+demo: setup
+	.venv/bin/worldtrace collect terminal --episodes 6 --workers 2 --out runs/
+
+test: setup
+	.venv/bin/pytest -q -p no:cacheprovider
+
+lint:
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+
+bench: setup
+	.venv/bin/python benchmarks/terminal.py
+
+clean-sandboxes:
+	.venv/bin/worldtrace sandboxes gc --all

@@ -1,0 +1,1 @@
+"""Collectors: environments, policies, the episode loop and the raw recorder."""

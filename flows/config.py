@@ -1,0 +1,128 @@
+"""The collection config: the same fields as the ``worldtrace collect`` flags, from YAML.
+
+Example ``collect.yaml``::
+
+    domain: terminal
+    episodes: 20
+    workers: 4
+    out: runs/
+    seed: 0
+    max_steps: 30
+    step_timeout_s: 30
+    policy:
+      kind: script            # script | explore
+      tasks: [grep-logs]      # script only; default: the whole task library
+    environment:              # validated by the domain's own config model
+      limits: {cpus: 1, memory_mb: 512, pids: 256}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from collectors.registry import get_collector
+
+
+class ConfigError(ValueError):
+    """An invalid collection config; the message names each bad field."""
+
+
+class PolicyConfig(BaseModel):
+    """Which policy chooses the actions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str = Field(default="script", description="'script' (task library) or 'explore'")
+    tasks: list[str] | None = Field(default=None, description="script: task names to cycle")
+    params: dict[str, Any] = Field(default_factory=dict, description="policy parameters")
+
+
+class CollectConfig(BaseModel):
+    """Everything a collection run needs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    domain: str = Field(description="collector domain, e.g. 'terminal'")
+    episodes: int = Field(ge=1, description="number of episodes in the run")
+    workers: int = Field(default=1, ge=1, le=64, description="episodes run at the same time")
+    out: Path = Field(default=Path("runs"), description="folder that holds run directories")
+    run_name: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+        description="run directory name; default: domain plus a hash of the config",
+    )
+    seed: int = Field(default=0, description="episode i uses seed + i")
+    max_steps: int = Field(default=50, ge=1, description="steps before an episode is truncated")
+    step_timeout_s: float = Field(default=30.0, gt=0, description="limit for one step")
+    retries: int = Field(default=2, ge=0, description="retries of an episode whose sandbox died")
+    licence: str = Field(default="cc-by-4.0", description="licence recorded on every row")
+    normalize: bool = Field(default=True, description="write transitions after collecting")
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    environment: dict[str, Any] = Field(
+        default_factory=dict, description="the domain's environment config"
+    )
+
+    @model_validator(mode="after")
+    def _known_to_the_domain(self) -> CollectConfig:
+        collector = get_collector(self.domain)
+        collector.environment_config.model_validate(self.environment)
+        collector.make_policy(self.policy.kind, self.policy.params)
+        collector.plan(0, self.seed, self.policy.kind, self.policy.tasks)
+        return self
+
+    def identity(self) -> dict[str, Any]:
+        """The fields that define what is collected (not how fast or where)."""
+        return self.model_dump(mode="json", exclude={"workers", "out", "normalize", "retries"}) | {
+            "run_name": self.resolved_run_name()
+        }
+
+    def resolved_run_name(self) -> str:
+        """The run directory name: ``run_name`` or the domain plus a config hash."""
+        if self.run_name:
+            return self.run_name
+        what = self.model_dump(
+            mode="json", exclude={"workers", "out", "normalize", "retries", "run_name"}
+        )
+        digest = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+        return f"{self.domain}-{digest[:10]}"
+
+    def episode_id(self, index: int) -> str:
+        """The id of episode ``index``: derived from the run and the episode's seed."""
+        return f"{self.resolved_run_name()}-s{self.seed + index:06d}"
+
+    @property
+    def run_dir(self) -> Path:
+        """Where this run is recorded."""
+        return self.out / self.resolved_run_name()
+
+
+def validate_config(data: dict[str, Any]) -> CollectConfig:
+    """Validate a config dict; raise :class:`ConfigError` naming each bad field."""
+    try:
+        return CollectConfig.model_validate(data)
+    except ValidationError as error:
+        problems = []
+        for item in error.errors():
+            where = ".".join(str(part) for part in item["loc"]) or "config"
+            message = item["msg"].removeprefix("Value error, ")
+            problems.append(f"  {where}: {message}")
+        raise ConfigError("invalid collection config:\n" + "\n".join(problems)) from None
+
+
+def load_config(path: Path, overrides: dict[str, Any] | None = None) -> CollectConfig:
+    """Read a YAML config, apply ``overrides`` (e.g. from flags), and validate it."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path} is not valid YAML: {error}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold a mapping of config fields")
+    return validate_config({**data, **(overrides or {})})

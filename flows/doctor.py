@@ -1,0 +1,269 @@
+"""`worldtrace doctor`: check that this machine can collect, and say how to fix what is missing.
+
+Every check runs even when an earlier one failed, and none raises: an exception becomes a
+failed check whose detail is the error, so the report is complete on a half-set-up machine.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.table import Table
+from rich.text import Text
+
+# Python distributions whose versions matter to the pipeline.
+KEY_PACKAGES = (
+    "prefect",
+    "fastapi",
+    "pydantic",
+    "pyarrow",
+    "datasets",
+    "polars",
+    "docker",
+    "multiprocess",
+)
+# Versions of these are pinned because other versions are known to break (see pyproject.toml).
+PINNED_PACKAGES = ("prefect", "fastapi", "multiprocess")
+DEBIAN_PACKAGES = ("docker.io", "debootstrap", "tmux")
+# The project's own top-level packages; the distribution is called "worldtrace".
+PROJECT_PACKAGES = ("schemas", "sandboxes", "collectors", "normalizers", "flows")
+MIN_PYTHON = (3, 11)
+MIN_FREE_GB = 5.0
+
+_PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+
+
+@dataclass
+class Check:
+    """The outcome of one check: what was checked, whether it passed, and how to fix it."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None
+
+
+def _guarded(name: str, fix: str | None, check: Callable[[], list[Check]]) -> list[Check]:
+    """Run ``check``; any exception becomes one failed check instead of aborting the report."""
+    try:
+        return check()
+    except Exception as error:
+        return [Check(name, False, f"{type(error).__name__}: {error}", fix)]
+
+
+def _python() -> list[Check]:
+    version = ".".join(map(str, sys.version_info[:3]))
+    ok = sys.version_info[:2] >= MIN_PYTHON
+    fix = None if ok else "use Python 3.11+: `python3 -m venv .venv` then `make setup`"
+    return [Check("python", ok, f"{version} ({sys.executable})", fix)]
+
+
+def _worldtrace() -> list[Check]:
+    fix = "make setup  (runs `pip install -e '.[dev]'` in .venv)"
+    try:
+        version = importlib.metadata.version("worldtrace")
+    except importlib.metadata.PackageNotFoundError:
+        return [Check("worldtrace", False, "the worldtrace distribution is not installed", fix)]
+    broken = []
+    for package in PROJECT_PACKAGES:
+        try:
+            importlib.import_module(package)
+        except Exception as error:
+            broken.append(f"{package}: {type(error).__name__}: {error}")
+    if broken:
+        return [Check("worldtrace", False, f"{version}; cannot import " + "; ".join(broken), fix)]
+    return [Check("worldtrace", True, f"{version} (packages {', '.join(PROJECT_PACKAGES)})", None)]
+
+
+def _pins() -> dict[str, str]:
+    """Return ``{distribution: version}`` for the ``==`` pins of worldtrace's dependencies.
+
+    The checkout's pyproject.toml is the truth when it is there (it may be newer than the
+    installed metadata); an installed wheel falls back to its own metadata.
+    """
+    if _PYPROJECT.is_file():
+        requirements = tomllib.loads(_PYPROJECT.read_text())["project"]["dependencies"]
+    else:
+        requirements = importlib.metadata.requires("worldtrace") or []
+    pins = {}
+    for requirement in requirements:
+        match = re.match(r"^\s*([A-Za-z0-9_.-]+)\s*==\s*([^\s;,]+)", requirement)
+        if match:
+            pins[_normalize(match.group(1))] = match.group(2)
+    return pins
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _python_packages() -> list[Check]:
+    pins = _pins()
+    checks = []
+    for package in KEY_PACKAGES:
+        name = f"python package {package}"
+        try:
+            version = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            checks.append(Check(name, False, "not installed", "make setup"))
+            continue
+        pin = pins.get(_normalize(package))
+        if package in PINNED_PACKAGES and pin and version != pin:
+            detail = f"{version}, but pyproject.toml pins {pin} (other versions are known to break)"
+            fix = f".venv/bin/pip install '{package}=={pin}'"
+            checks.append(Check(name, False, detail, fix))
+        else:
+            detail = version + (f" (pinned {pin})" if pin else "")
+            checks.append(Check(name, True, detail, None))
+    return checks
+
+
+def _debian_packages() -> list[Check]:
+    checks = []
+    for package in DEBIAN_PACKAGES:
+        name = f"debian package {package}"
+        fix = f"make setup  (or `apt-get install {package}` as root)"
+        if shutil.which("dpkg-query") is None:
+            checks.append(Check(name, False, "dpkg-query not found: not a Debian system?", fix))
+            continue
+        result = subprocess.run(
+            ["dpkg-query", "-W", "-f", "${Status}\t${Version}", package],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        status, _, version = result.stdout.partition("\t")
+        if result.returncode == 0 and status.endswith(" installed"):
+            checks.append(Check(name, True, version, None))
+        else:
+            checks.append(Check(name, False, "not installed", fix))
+    return checks
+
+
+def _docker_checks() -> list[Check]:
+    """Engine, base image, each sandbox image, leaked sandboxes: all need the engine."""
+    # Imported here so that a broken sandboxes package fails these checks, not the report.
+    import docker.errors
+
+    from sandboxes import docker as sandbox_docker
+    from sandboxes import images
+
+    definitions = images.list_definitions()
+    try:
+        client = sandbox_docker.docker_client()
+        engine = client.version()
+    except Exception as error:
+        detail = str(error) or type(error).__name__
+        unreachable = "docker engine unreachable"
+        fix = "make setup"
+        return [
+            Check("docker engine", False, detail, fix),
+            Check("base image", False, unreachable, fix),
+            *(Check(f"image {name}", False, unreachable, fix) for name in definitions),
+            Check("leaked sandboxes", False, unreachable, fix),
+        ]
+    checks = [
+        Check(
+            "docker engine",
+            True,
+            f"{engine.get('Version', '?')} (API {engine.get('ApiVersion', '?')})",
+            None,
+        )
+    ]
+    build = "worldtrace sandboxes build  (or `make setup`)"
+
+    def base() -> list[Check]:
+        try:
+            image = client.images.get(images.BASE_IMAGE)
+        except docker.errors.ImageNotFound:
+            return [Check("base image", False, f"{images.BASE_IMAGE} is missing", build)]
+        return [Check("base image", True, f"{images.BASE_IMAGE} {image.short_id}", None)]
+
+    checks += _guarded("base image", build, base)
+    for name in definitions:
+
+        def one(name: str = name) -> list[Check]:
+            status = images.image_status(name, client)
+            tag = images.image_tag(name)
+            detail = f"{tag}: {status}"
+            if status == "stale":
+                detail += " (its definition or the base image changed since it was built)"
+            ok = status == "current"
+            return [Check(f"image {name}", ok, detail, None if ok else build)]
+
+        checks += _guarded(f"image {name}", build, one)
+
+    def leaked() -> list[Check]:
+        containers = sandbox_docker.live_sandboxes(client)
+        # The same rule as sandboxes.docker.gc(): stopped, or its owning process is gone.
+        orphans = [
+            c
+            for c in containers
+            if c.status != "running" or not sandbox_docker.owner_alive(c.labels)
+        ]
+        detail = f"{len(orphans)} orphaned of {len(containers)} sandbox containers"
+        fix = "worldtrace sandboxes gc" if orphans else None
+        return [Check("leaked sandboxes", not orphans, detail, fix)]
+
+    checks += _guarded("leaked sandboxes", "worldtrace sandboxes gc", leaked)
+    return checks
+
+
+def _disk() -> list[Check]:
+    cwd = Path.cwd()
+    usage = shutil.disk_usage(cwd)
+    free_gb = usage.free / 1e9
+    detail = f"{free_gb:.1f} GB free of {usage.total / 1e9:.0f} GB in {cwd}"
+    ok = free_gb >= MIN_FREE_GB
+    fix = None
+    if not ok:
+        fix = "free space: remove old runs/, `worldtrace sandboxes gc --all`, `docker image prune`"
+    return [Check("disk space", ok, detail, fix)]
+
+
+def run_checks() -> list[Check]:
+    """Run every check and return them in display order; never raises."""
+    steps: list[tuple[str, str | None, Callable[[], list[Check]]]] = [
+        ("python", None, _python),
+        ("worldtrace", "make setup", _worldtrace),
+        ("python packages", "make setup", _python_packages),
+        ("debian packages", "make setup", _debian_packages),
+        ("docker", "make setup", _docker_checks),
+        ("disk space", None, _disk),
+    ]
+    checks: list[Check] = []
+    for name, fix, step in steps:
+        checks += _guarded(name, fix, step)
+    return checks
+
+
+def render(checks: list[Check]) -> Table:
+    """Return a rich table of ``checks``: a mark, the check, what was found, and the fix."""
+    table = Table(title="worldtrace doctor", title_justify="left")
+    table.add_column("", no_wrap=True)
+    table.add_column("check", no_wrap=True)
+    table.add_column("detail", overflow="fold")
+    table.add_column("fix", overflow="fold")
+    for check in checks:
+        mark = "[green]ok[/]" if check.ok else "[red]FAIL[/]"
+        # Text(), not markup: details quote error messages, which may contain [brackets].
+        table.add_row(mark, Text(check.name), Text(check.detail), Text(check.fix or ""))
+    return table
+
+
+if __name__ == "__main__":
+    from rich.console import Console
+
+    results = run_checks()
+    Console().print(render(results))
+    sys.exit(0 if all(check.ok for check in results) else 1)

@@ -1,0 +1,5 @@
+"""Where real environments run: Docker images and containers with limits and cleanup."""
+
+from sandboxes.docker import DockerSandbox, ExecResult, Limits, SandboxDied, SandboxError
+
+__all__ = ["DockerSandbox", "ExecResult", "Limits", "SandboxDied", "SandboxError"]

@@ -1,0 +1,397 @@
+"""Docker containers as sandboxes: limits, isolation, exec, file copy, snapshot, cleanup.
+
+A sandbox knows nothing about transitions. It starts a container from one of our images with
+CPU, memory, process and wall-clock limits, no network unless asked, no host mounts unless
+asked, and labels that mark it as ours; it runs commands with a timeout, copies files, and
+removes itself on close, on Ctrl-C, at interpreter exit, and through :func:`gc` after a crash.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import io
+import os
+import shlex
+import signal
+import socket
+import tarfile
+import threading
+import time
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import docker
+import docker.errors
+from docker.models.containers import Container
+from docker.types import Mount
+from docker.utils.socket import next_frame_header, read_exactly
+from pydantic import BaseModel, ConfigDict, Field
+
+LABEL = "worldtrace.sandbox"
+OWNER_PID_LABEL = "worldtrace.owner_pid"
+OWNER_HOST_LABEL = "worldtrace.owner_host"
+SNAPSHOT_LABEL = "worldtrace.snapshot"
+
+
+class SandboxError(RuntimeError):
+    """An infrastructure failure: no engine, a missing image, a container that died."""
+
+
+class SandboxDied(SandboxError):
+    """The container stopped while we were using it."""
+
+
+class Limits(BaseModel):
+    """Resource limits of one sandbox."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cpus: float = Field(default=1.0, gt=0, description="CPU cores the container may use")
+    memory_mb: int = Field(default=512, ge=16, description="memory limit (no swap)")
+    pids: int = Field(default=256, ge=8, description="maximum number of processes")
+    wall_clock_s: float = Field(
+        default=3600, gt=0, description="the container stops itself after this long"
+    )
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What a command run in a sandbox returned."""
+
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+
+    @property
+    def text(self) -> str:
+        """Stdout decoded as UTF-8."""
+        return self.stdout.decode("utf-8", errors="replace")
+
+
+def docker_client() -> docker.DockerClient:
+    """Connect to the local engine, or raise a :class:`SandboxError` that says how to start it."""
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except docker.errors.DockerException as error:
+        raise SandboxError(
+            f"cannot reach the Docker engine ({error}); run `make setup` or start it with "
+            "`dockerd --bridge=none --iptables=false --ip-forward=false &`"
+        ) from None
+    return client
+
+
+def require_image(image: str, client: docker.DockerClient | None = None) -> str:
+    """Return the id of a local image, or raise a :class:`SandboxError` saying how to build it."""
+    client = client or docker_client()
+    try:
+        return client.images.get(image).id
+    except docker.errors.ImageNotFound:
+        raise SandboxError(
+            f"image {image!r} does not exist; build it with `worldtrace sandboxes build`"
+        ) from None
+
+
+class ExecStream:
+    """A long-running process in a sandbox spoken to line by line over its stdin/stdout."""
+
+    def __init__(self, raw: Any, container: Container) -> None:
+        self._raw = raw
+        self._sock: socket.socket = raw._sock
+        self._container = container
+        self._pending = b""
+
+    def send_line(self, line: str) -> None:
+        """Write one line to the process's stdin."""
+        try:
+            self._sock.sendall(line.encode() + b"\n")
+        except OSError as error:
+            raise SandboxDied(f"exec stream closed: {error}") from None
+
+    def read_line(self, timeout: float) -> str:
+        """Return the next stdout line; stderr is discarded. Raises on timeout or EOF."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no reply within {timeout:.1f}s")
+            self._sock.settimeout(remaining)
+            try:
+                stream, size = next_frame_header(self._sock)
+                if size <= 0:
+                    raise SandboxDied(self._why_closed())
+                payload = read_exactly(self._sock, size)
+            except TimeoutError:
+                raise TimeoutError(f"no reply within {timeout:.1f}s") from None
+            except (OSError, docker.errors.DockerException) as error:
+                raise SandboxDied(f"{self._why_closed()} ({error})") from None
+            if stream == 1:
+                self._pending += payload
+        line, self._pending = self._pending.split(b"\n", 1)
+        return line.decode("utf-8", errors="replace")
+
+    def _why_closed(self) -> str:
+        try:
+            self._container.reload()
+            return f"exec stream ended; container is {self._container.status}"
+        except docker.errors.NotFound:
+            return "exec stream ended; container is gone"
+
+    def close(self) -> None:
+        """Close the stream; the process sees end of input."""
+        with contextlib.suppress(OSError):
+            self._sock.close()
+
+
+class DockerSandbox:
+    """One container started from a local image, with limits and no network by default."""
+
+    def __init__(
+        self,
+        image: str,
+        limits: Limits | None = None,
+        network: str = "none",
+        mounts: list[Mount] | None = None,
+        hostname: str = "sandbox",
+        labels: dict[str, str] | None = None,
+        client: docker.DockerClient | None = None,
+    ) -> None:
+        if network not in ("none", "host"):
+            raise ValueError(f"network must be 'none' or 'host', not {network!r}")
+        self.image = image
+        self.limits = limits or Limits()
+        self.network = network
+        self.mounts = list(mounts or [])
+        self.hostname = hostname
+        self.labels = dict(labels or {})
+        self._client = client
+        self._container: Container | None = None
+
+    @property
+    def client(self) -> docker.DockerClient:
+        """The Docker client, connected on first use."""
+        if self._client is None:
+            self._client = docker_client()
+        return self._client
+
+    @property
+    def container(self) -> Container:
+        """The running container; raises if the sandbox was not started."""
+        if self._container is None:
+            raise SandboxError("sandbox is not started")
+        return self._container
+
+    @property
+    def image_id(self) -> str:
+        """The content id of the image the container runs."""
+        return self.container.image.id
+
+    def start(self) -> DockerSandbox:
+        """Create and start the container."""
+        require_image(self.image, self.client)
+        labels = {
+            LABEL: "1",
+            OWNER_PID_LABEL: str(os.getpid()),
+            OWNER_HOST_LABEL: socket.gethostname(),
+            **self.labels,
+        }
+        memory = f"{self.limits.memory_mb}m"
+        try:
+            self._container = self.client.containers.run(
+                self.image,
+                # The main process is the wall-clock limit: when it ends, the container stops
+                # and, with auto_remove, disappears even if this process was killed.
+                ["sleep", str(int(self.limits.wall_clock_s))],
+                detach=True,
+                auto_remove=True,
+                init=True,
+                hostname=self.hostname,
+                network_mode=self.network,
+                mounts=self.mounts,
+                labels=labels,
+                nano_cpus=int(self.limits.cpus * 1e9),
+                mem_limit=memory,
+                memswap_limit=memory,
+                pids_limit=self.limits.pids,
+                security_opt=["no-new-privileges"],
+                environment={},
+            )
+        except docker.errors.APIError as error:
+            raise SandboxError(f"cannot start a container from {self.image!r}: {error}") from None
+        with _live_lock:
+            _live.add(self)
+        return self
+
+    def is_running(self) -> bool:
+        """Return True while the container is running."""
+        try:
+            self.container.reload()
+        except docker.errors.NotFound:
+            return False
+        return self.container.status == "running"
+
+    def exec(
+        self,
+        command: str | list[str],
+        timeout: float = 60.0,
+        workdir: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ExecResult:
+        """Run a command (a shell string or an argv list) and kill it after ``timeout`` s."""
+        argv = ["sh", "-c", command] if isinstance(command, str) else list(command)
+        # coreutils' timeout runs inside the container, so a hung command cannot hang us.
+        wrapped = ["timeout", "-s", "KILL", f"{timeout:.3f}", *argv]
+        started = time.monotonic()
+        try:
+            result = self.container.exec_run(
+                wrapped, demux=True, workdir=workdir, environment=env or {}
+            )
+        except docker.errors.APIError as error:
+            raise SandboxDied(f"exec failed: {error}") from None
+        stdout, stderr = result.output
+        return ExecResult(
+            exit_code=result.exit_code,
+            stdout=stdout or b"",
+            stderr=stderr or b"",
+            # 137 is SIGKILL, from our timeout or from the OOM killer; only ours takes this long.
+            timed_out=result.exit_code == 137 and time.monotonic() - started >= timeout,
+        )
+
+    def open_stream(self, command: list[str], workdir: str | None = None) -> ExecStream:
+        """Start a process and return a line-oriented stream to its stdin and stdout."""
+        api = self.client.api
+        try:
+            exec_id = api.exec_create(
+                self.container.id,
+                command,
+                stdin=True,
+                stdout=True,
+                stderr=True,
+                tty=False,
+                workdir=workdir,
+                environment={},
+            )["Id"]
+            raw = api.exec_start(exec_id, socket=True)
+        except docker.errors.APIError as error:
+            raise SandboxDied(f"cannot start {shlex.join(command)}: {error}") from None
+        return ExecStream(raw, self.container)
+
+    def put_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
+        """Write ``data`` to ``path`` inside the container (parent directory must exist)."""
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            info = tarfile.TarInfo(os.path.basename(path))
+            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
+            archive.addfile(info, io.BytesIO(data))
+        if not self.container.put_archive(os.path.dirname(path) or "/", buffer.getvalue()):
+            raise SandboxError(f"could not copy a file to {path}")
+
+    def get_file(self, path: str) -> bytes:
+        """Return the contents of the file at ``path`` inside the container."""
+        try:
+            chunks, _ = self.container.get_archive(path)
+        except docker.errors.NotFound:
+            raise FileNotFoundError(path) from None
+        with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as archive:
+            member = archive.extractfile(archive.getmembers()[0])
+            if member is None:
+                raise IsADirectoryError(path)
+            return member.read()
+
+    def snapshot(self, repository: str, tag: str = "latest") -> str:
+        """Commit the running container to an image and return its id."""
+        image = self.container.commit(
+            repository=repository, tag=tag, changes=[f"LABEL {SNAPSHOT_LABEL}=1"]
+        )
+        return image.id
+
+    def close(self) -> None:
+        """Remove the container; safe to call more than once."""
+        with _live_lock:
+            _live.discard(self)
+        container, self._container = self._container, None
+        if container is None:
+            return
+        try:
+            container.remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as error:
+            if error.status_code != 409:  # removal already in progress (auto_remove)
+                raise
+
+    def __enter__(self) -> DockerSandbox:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+_live: set[DockerSandbox] = set()
+_live_lock = threading.Lock()
+
+
+def close_all() -> None:
+    """Remove every sandbox this process started and has not closed."""
+    with _live_lock:
+        sandboxes = list(_live)
+    for sandbox in sandboxes:
+        # Cleanup must go on for the others whatever one of them raises.
+        with contextlib.suppress(Exception):
+            sandbox.close()
+
+
+atexit.register(close_all)
+
+
+def exit_cleanly_on_sigterm() -> None:
+    """Turn SIGTERM into a normal exit so that sandboxes are removed as on Ctrl-C."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def owner_alive(labels: dict[str, str]) -> bool:
+    """Return False when the labels name a process on this host that no longer exists."""
+    if labels.get(OWNER_HOST_LABEL) != socket.gethostname():
+        return True  # another machine's engine state is not ours to judge
+    try:
+        os.kill(int(labels.get(OWNER_PID_LABEL, "0")), 0)
+    except (ProcessLookupError, ValueError):
+        return False
+    except PermissionError:
+        return True
+    return int(labels[OWNER_PID_LABEL]) > 0
+
+
+def gc(everything: bool = False, client: docker.DockerClient | None = None) -> list[str]:
+    """Remove our containers whose owning process is gone (or all of them); return their ids."""
+    client = client or docker_client()
+    removed = []
+    for container in client.containers.list(all=True, filters={"label": LABEL}):
+        if everything or container.status != "running" or not owner_alive(container.labels):
+            try:
+                container.remove(force=True)
+                removed.append(container.id)
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError as error:
+                if error.status_code != 409:
+                    raise
+    return removed
+
+
+def live_sandboxes(client: docker.DockerClient | None = None) -> list[Container]:
+    """Return every container labelled as a worldtrace sandbox."""
+    client = client or docker_client()
+    return client.containers.list(all=True, filters={"label": LABEL})

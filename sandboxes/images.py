@@ -1,0 +1,495 @@
+"""Sandbox images: a debootstrap base image and the Dockerfiles built on top of it.
+
+Nothing is pulled from a container registry (there is none we can reach). The base image is a
+``debootstrap --variant=minbase`` root filesystem imported as :data:`BASE_IMAGE`; every other
+image is a folder ``sandboxes/images/<name>/`` holding a Dockerfile that starts with
+``ARG BASE`` / ``FROM ${BASE}`` plus the files it copies.
+
+Builds are idempotent. Each image carries the label ``worldtrace.definition``: a hash of its
+folder and of the base image id. An image whose label matches the current hash is left alone,
+so ``make setup`` costs a fraction of a second once everything is built, and editing a file
+in a definition (or rebuilding the base) is enough to get the image rebuilt.
+
+Run ``python -m sandboxes.images`` to build whatever is missing or stale.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Literal
+
+import docker
+import docker.errors
+from docker.models.images import Image
+
+from sandboxes.docker import SandboxError, docker_client
+
+BASE_IMAGE = "worldtrace/base:bookworm"
+BASE_SUITE = "bookworm"
+DEFINITIONS = Path(__file__).parent / "images"
+"""Folder holding one sub-folder per image definition (tests point it elsewhere)."""
+
+DEFINITION_LABEL = "worldtrace.definition"
+IMAGE_LABEL = "worldtrace.image"
+
+# Files that never belong to a definition: byte-compiled leftovers of importing a helper
+# would otherwise change the hash and trigger a pointless rebuild.
+_IGNORED_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
+_IGNORED_SUFFIXES = {".pyc", ".pyo", ".swp"}
+
+# A build step can be silent for a long time (apt-get, pip); the client's default timeout of
+# 120 s would abort such a build in the middle.
+_BUILD_TIMEOUT_S = 3600
+
+Progress = Callable[[str], None]
+Status = Literal["missing", "stale", "current"]
+
+
+def image_tag(name: str) -> str:
+    """Return the tag of the image built from definition ``name``."""
+    return f"worldtrace/{name}:latest"
+
+
+def list_definitions() -> list[str]:
+    """Return the names of all image definitions (folders holding a Dockerfile), sorted."""
+    if not DEFINITIONS.is_dir():
+        return []
+    return sorted(p.name for p in DEFINITIONS.iterdir() if (p / "Dockerfile").is_file())
+
+
+def _definition_dir(name: str) -> Path:
+    folder = DEFINITIONS / name
+    if not (folder / "Dockerfile").is_file():
+        known = ", ".join(list_definitions()) or "none"
+        raise SandboxError(f"no image definition {name!r} in {DEFINITIONS} (known: {known})")
+    return folder
+
+
+def _definition_files(folder: Path) -> list[Path]:
+    files = []
+    for path in folder.rglob("*"):
+        relative = path.relative_to(folder)
+        if any(part in _IGNORED_DIRS for part in relative.parts[:-1]):
+            continue
+        if path.is_file() and path.suffix not in _IGNORED_SUFFIXES:
+            files.append(path)
+    # Sort on the POSIX relative path so the hash does not depend on directory listing order.
+    return sorted(files, key=lambda p: p.relative_to(folder).as_posix())
+
+
+def _base_image_id(client: docker.DockerClient) -> str | None:
+    try:
+        return client.images.get(BASE_IMAGE).id
+    except docker.errors.ImageNotFound:
+        return None
+
+
+def definition_hash(
+    name: str, client: docker.DockerClient | None = None, base_id: str | None = None
+) -> str:
+    """Return the sha256 of definition ``name``: its files' relative paths and contents + base id.
+
+    ``base_id`` defaults to the id of :data:`BASE_IMAGE` in the engine behind ``client`` (an
+    empty string if the base image is missing, which makes any existing image stale). The
+    executable bit is hashed too, because ``COPY`` keeps it and it changes the image.
+    """
+    folder = _definition_dir(name)
+    if base_id is None:
+        base_id = _base_image_id(client or docker_client()) or ""
+    digest = hashlib.sha256()
+    digest.update(b"worldtrace-definition-v1\0")
+    for path in _definition_files(folder):
+        data = path.read_bytes()
+        executable = b"x" if os.access(path, os.X_OK) else b"-"
+        # Length-prefixed fields: no way for one file's bytes to imitate the next path.
+        relative = path.relative_to(folder).as_posix().encode()
+        digest.update(b"%d:%s\0%s%d:" % (len(relative), relative, executable, len(data)))
+        digest.update(data)
+    digest.update(b"base\0" + base_id.encode())
+    return digest.hexdigest()
+
+
+def _get_image(client: docker.DockerClient, tag: str) -> Image | None:
+    try:
+        return client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return None
+
+
+def image_status(name: str, client: docker.DockerClient | None = None) -> Status:
+    """Say whether the image of definition ``name`` is ``missing``, ``stale`` or ``current``."""
+    client = client or docker_client()
+    image = _get_image(client, image_tag(name))
+    if image is None:
+        return "missing"
+    labels = image.labels or {}
+    if labels.get(DEFINITION_LABEL) != definition_hash(name, client):
+        return "stale"
+    return "current"
+
+
+@contextlib.contextmanager
+def _build_lock() -> Iterator[None]:
+    """Serialize image builds across processes (parallel workers, two `make`s at once).
+
+    One lock for all images: builds are rare, and per-tag lock files would pile up in /tmp.
+    Callers check for a current image before taking it, so reuse never waits on a build.
+    """
+    path = os.path.join(tempfile.gettempdir(), "worldtrace-image-build.lock")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)
+    except PermissionError:  # another user's file in sticky /tmp (fs.protected_regular)
+        fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+# --- the base image -----------------------------------------------------------------------
+
+
+def _deb822_stanzas(text: str) -> Iterator[dict[str, str]]:
+    """Yield the fields of each stanza of a deb822 ``.sources`` file (continuations joined)."""
+    fields: dict[str, str] = {}
+    key = None
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        if not line.strip():
+            if fields:
+                yield fields
+            fields, key = {}, None
+        elif line[0] in " \t" and key is not None:
+            fields[key] += " " + line.strip()
+        elif ":" in line:
+            key, value = line.split(":", 1)
+            key = key.strip().lower()
+            fields[key] = value.strip()
+    if fields:
+        yield fields
+
+
+def _apt_sources(root: Path = Path("/etc/apt")) -> list[tuple[str, list[str]]]:
+    """Return (URI, suites) for every enabled ``deb`` source the machine's apt uses."""
+    sources: list[tuple[str, list[str]]] = []
+    for path in sorted((root / "sources.list.d").glob("*.sources")):
+        for stanza in _deb822_stanzas(path.read_text(errors="replace")):
+            if stanza.get("enabled", "yes").lower() == "no":
+                continue
+            if "deb" not in stanza.get("types", "").split():
+                continue
+            suites = stanza.get("suites", "").split()
+            sources.extend((uri, suites) for uri in stanza.get("uris", "").split())
+    one_line = [root / "sources.list", *sorted((root / "sources.list.d").glob("*.list"))]
+    for path in one_line:
+        if not path.is_file():
+            continue
+        for line in path.read_text(errors="replace").splitlines():
+            words = line.split("#", 1)[0].split()
+            if not words or words[0] != "deb":
+                continue
+            words = words[1:]
+            if words and words[0].startswith("["):  # options: [arch=amd64 signed-by=...]
+                while words and not words[0].endswith("]"):
+                    words = words[1:]
+                words = words[1:]
+            if len(words) >= 2:
+                sources.append((words[0], [words[1]]))
+    return sources
+
+
+def debian_mirror(suite: str = BASE_SUITE) -> str:
+    """Return the Debian mirror URL this machine's apt is configured with.
+
+    The mirror is read at run time (never written into the project) so that the base image
+    comes from whatever mirror or proxy the machine is allowed to reach. A source listing
+    ``suite`` itself wins over ``-security``/``-updates`` sources, whose layout differs.
+    """
+    sources = _apt_sources()
+    for uri, suites in sources:
+        if suite in suites:
+            return uri
+    for uri, suites in sources:
+        if not any(re.search(r"-(security|updates|backports)$", s) for s in suites):
+            return uri
+    raise SandboxError(
+        "cannot find a Debian mirror in /etc/apt/sources.list.d/*.sources or "
+        "/etc/apt/sources.list; add one (e.g. a `deb <mirror-url> bookworm main` line)"
+    )
+
+
+def _find_debootstrap() -> str | None:
+    # Root's PATH has /usr/sbin, but `sudo -E` or a venv's PATH may not.
+    return shutil.which("debootstrap") or shutil.which("debootstrap", path="/usr/sbin:/sbin")
+
+
+def _unmount_below(root: Path) -> None:
+    """Unmount anything a failed debootstrap left mounted (proc, sys) before deleting ``root``."""
+    prefix = str(root.resolve()) + "/"
+    try:
+        mounts = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return
+    points = [line.split()[1] for line in mounts if len(line.split()) > 1]
+    # Deepest first, so nested mounts come off before their parents.
+    for point in sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], check=False, capture_output=True)
+
+
+def _tar_chunks(root: Path) -> Iterator[bytes]:
+    """Stream the root filesystem as a tar archive (chunked upload, nothing on disk)."""
+    process = subprocess.Popen(
+        ["tar", "--numeric-owner", "-C", str(root), "-c", "."],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    while chunk := process.stdout.read(1 << 20):
+        yield chunk
+    _, stderr = process.communicate()
+    if process.returncode != 0:
+        raise SandboxError(f"tar of {root} failed: {stderr.decode(errors='replace')[-2000:]}")
+
+
+def ensure_base_image(
+    client: docker.DockerClient | None = None, progress: Progress | None = None
+) -> str:
+    """Return the id of :data:`BASE_IMAGE`, building it with debootstrap if it is absent.
+
+    The build runs ``debootstrap --variant=minbase bookworm`` against the machine's own Debian
+    mirror (about 30 s), imports the root filesystem with ``docker import`` semantics and
+    deletes the temporary directory. Needs root and the ``debootstrap`` package.
+    """
+    client = client or docker_client()
+    say = progress or (lambda line: None)
+    existing = _base_image_id(client)
+    if existing:
+        return existing
+    with _build_lock():
+        # Another process may have built it while we waited for the lock.
+        existing = _base_image_id(client)
+        if existing:
+            return existing
+        debootstrap = _find_debootstrap()
+        if debootstrap is None:
+            raise SandboxError(
+                "debootstrap is not installed; install it with `apt-get install debootstrap` "
+                "(as root) or run `make setup`"
+            )
+        if os.geteuid() != 0:
+            raise SandboxError(
+                f"building {BASE_IMAGE} with debootstrap needs root; run `make setup` as root"
+            )
+        mirror = debian_mirror()
+        root = Path(tempfile.mkdtemp(prefix="worldtrace-base-"))
+        try:
+            say(f"debootstrap {BASE_SUITE} from {mirror} into {root}")
+            started = time.monotonic()
+            command = [debootstrap, "--variant=minbase", BASE_SUITE, str(root), mirror]
+            result = subprocess.run(command, capture_output=True, text=True, check=False)
+            if result.returncode != 0:
+                tail = "\n".join((result.stdout + result.stderr).splitlines()[-20:])
+                log = root / "debootstrap" / "debootstrap.log"
+                if log.is_file():
+                    tail += "\n" + "\n".join(log.read_text(errors="replace").splitlines()[-20:])
+                raise SandboxError(
+                    f"debootstrap failed (exit {result.returncode}); check that the mirror "
+                    f"{mirror} is reachable and that you are root, then rerun `make setup`:\n"
+                    f"{tail}"
+                )
+            say(f"debootstrap done in {time.monotonic() - started:.0f}s; importing {BASE_IMAGE}")
+            repository, tag = BASE_IMAGE.rsplit(":", 1)
+            try:
+                client.api.import_image(
+                    src=_tar_chunks(root),
+                    repository=repository,
+                    tag=tag,
+                    # An imported image has no config: give it what a Dockerfile expects.
+                    changes=[
+                        "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                        f"LABEL {IMAGE_LABEL}=base",
+                        'CMD ["bash"]',
+                    ],
+                    stream_src=True,
+                )
+            except docker.errors.APIError as error:
+                raise SandboxError(f"docker import of {BASE_IMAGE} failed: {error}") from None
+        finally:
+            _unmount_below(root)
+            shutil.rmtree(root, ignore_errors=True)
+        image_id = _base_image_id(client)
+        if image_id is None:
+            raise SandboxError(f"docker import finished but {BASE_IMAGE} does not exist")
+        say(f"{BASE_IMAGE} imported: {image_id}")
+        return image_id
+
+
+# --- images from definitions --------------------------------------------------------------
+
+
+def _build(
+    name: str, client: docker.DockerClient, definition: str, progress: Progress | None
+) -> str:
+    """Build definition ``name`` labelled with ``definition``; return the new image id."""
+    tail: deque[str] = deque(maxlen=30)
+    image_id = None
+    # The low-level API streams the log as the build runs; images.build() only returns it
+    # at the end, which would leave a long apt-get step silent.
+    stream = client.api.build(
+        path=str(_definition_dir(name)),
+        tag=image_tag(name),
+        network_mode="host",  # --bridge=none: host networking is the only way to apt/pip
+        labels={DEFINITION_LABEL: definition, IMAGE_LABEL: name},
+        buildargs={"BASE": BASE_IMAGE},
+        rm=True,
+        forcerm=True,  # remove intermediate containers of failed steps too
+        decode=True,
+        timeout=_BUILD_TIMEOUT_S,
+    )
+    try:
+        for chunk in stream:
+            if "error" in chunk or "errorDetail" in chunk:
+                message = chunk.get("error") or chunk["errorDetail"].get("message", "")
+                log = "\n".join(tail)
+                raise SandboxError(
+                    f"building {image_tag(name)} failed: {message.strip()}\n"
+                    f"last build output:\n{log}"
+                )
+            if "stream" in chunk:
+                for line in chunk["stream"].splitlines():
+                    if line.strip():
+                        tail.append(line)
+                        if progress:
+                            progress(line)
+            if "aux" in chunk and "ID" in chunk["aux"]:
+                image_id = chunk["aux"]["ID"]
+    except docker.errors.APIError as error:
+        raise SandboxError(f"building {image_tag(name)} failed: {error}") from None
+    if image_id is None:
+        image = _get_image(client, image_tag(name))
+        if image is None:
+            raise SandboxError(
+                f"build of {image_tag(name)} produced no image; last output:\n" + "\n".join(tail)
+            )
+        image_id = image.id
+    return image_id
+
+
+def _remove_if_dangling(client: docker.DockerClient, image_id: str) -> None:
+    """Delete a replaced image unless something still uses it (a container, a child image)."""
+    try:
+        image = client.images.get(image_id)
+        if not image.tags:
+            client.images.remove(image_id, noprune=False)
+    except docker.errors.APIError:
+        pass  # in use (409) or already gone: leaving it is harmless, `docker image prune` finds it
+
+
+def ensure_image(
+    name: str,
+    client: docker.DockerClient | None = None,
+    force: bool = False,
+    progress: Progress | None = None,
+) -> str:
+    """Return the id of the image of definition ``name``, building it if missing or stale.
+
+    An existing image whose ``worldtrace.definition`` label equals :func:`definition_hash` is
+    reused as is; ``force`` rebuilds anyway. The base image is ensured first because the
+    build would otherwise try to pull it from a registry. Build output goes to ``progress``;
+    a failed build raises :class:`SandboxError` with the last lines of its log.
+    """
+    client = client or docker_client()
+    base_id = ensure_base_image(client, progress)
+    tag = image_tag(name)
+    definition = definition_hash(name, base_id=base_id)
+
+    def reusable() -> Image | None:
+        image = _get_image(client, tag)
+        if image is None or force:
+            return None
+        return image if (image.labels or {}).get(DEFINITION_LABEL) == definition else None
+
+    if (image := reusable()) is not None:
+        return image.id
+    with _build_lock():
+        # Checked again under the lock: another process may just have built it.
+        if (image := reusable()) is not None:
+            return image.id
+        current = _get_image(client, tag)
+        if progress:
+            progress(f"building {tag} ({'rebuild' if current else 'new'})")
+        image_id = _build(name, client, definition, progress)
+        if current is not None and current.id != image_id:
+            _remove_if_dangling(client, current.id)
+        return image_id
+
+
+def build_all(
+    client: docker.DockerClient | None = None,
+    force: bool = False,
+    progress: Progress | None = None,
+) -> dict[str, str]:
+    """Ensure the base image and every definition's image; return ``{name: image id}``.
+
+    The base image appears under the key ``"base"``. ``force`` rebuilds the definitions (not
+    the base, which only changes when it is deleted: debootstrap takes its packages from the
+    mirror, so a rebuild would not be reproducible anyway).
+    """
+    client = client or docker_client()
+    built = {"base": ensure_base_image(client, progress)}
+    for name in list_definitions():
+        built[name] = ensure_image(name, client, force=force, progress=progress)
+    return built
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build the base image and every missing or stale image, printing one line per image."""
+    args = sys.argv[1:] if argv is None else argv
+    force = "--force" in args
+    verbose = "--verbose" in args or "-v" in args
+    try:
+        client = docker_client()
+        before = {name: image_status(name, client) for name in list_definitions()}
+        had_base = _base_image_id(client) is not None
+
+        def log(line: str) -> None:
+            # Dockerfile steps are enough to follow a long build; --verbose shows everything.
+            if verbose or line.startswith(("Step ", "debootstrap", BASE_IMAGE)):
+                print(f"  {line}", flush=True)
+
+        if not had_base:
+            print(f"base image {BASE_IMAGE}: missing, building (about a minute)", flush=True)
+        base_id = ensure_base_image(client, log)
+        print(f"base image {BASE_IMAGE}: {'present' if had_base else 'built'} {base_id[7:19]}")
+        for name, status in before.items():
+            if status == "current" and not force:
+                image_id = ensure_image(name, client, progress=log)
+                print(f"image {image_tag(name)}: current {image_id[7:19]}")
+                continue
+            print(f"image {image_tag(name)}: {status}, building", flush=True)
+            started = time.monotonic()
+            image_id = ensure_image(name, client, force=force, progress=log)
+            took = time.monotonic() - started
+            print(f"image {image_tag(name)}: built {image_id[7:19]} in {took:.0f}s", flush=True)
+    except SandboxError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""The records every stage shares: one transition per row, one episode per episode row.
+
+These pydantic models are the single definition of the record shapes. The Arrow schema and
+the ``datasets.Features`` used on disk are derived from them in :mod:`schemas.arrow`.
+
+Free-form dictionaries (``meta``, ``arguments``, ``components``) are typed as :data:`JsonDict`:
+in Python they are dicts, on disk they are JSON strings, so every domain shares one Arrow
+schema and polars can scan all shards at once.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+SCHEMA_VERSION = "1.0"
+
+Domain = Literal["terminal", "swe", "mcp", "search", "web", "os", "android"]
+DOMAINS: tuple[str, ...] = Domain.__args__  # type: ignore[attr-defined]
+
+PolicyKind = Literal["script", "explore", "llm", "replay", "human"]
+EpisodeStatus = Literal["completed", "truncated", "failed", "interrupted"]
+
+
+class JsonColumn:
+    """Marker: the annotated dict is stored as a JSON string column."""
+
+
+class ImageColumn:
+    """Marker: the annotated bytes are stored as a ``datasets.Image`` column (PNG)."""
+
+
+JsonDict = Annotated[dict[str, Any], JsonColumn()]
+PngBytes = Annotated[bytes, ImageColumn()]
+
+
+class RecordError(ValueError):
+    """A record failed validation; the message names every offending field."""
+
+    def __init__(self, record: str, error: ValidationError) -> None:
+        problems = []
+        for item in error.errors():
+            field = ".".join(str(part) for part in item["loc"]) or "<record>"
+            problems.append(f"{record}.{field}: {item['msg']}")
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+class Record(BaseModel):
+    """Base of all records: strict about unknown fields, immutable once built."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @classmethod
+    def parse(cls, data: dict[str, Any]) -> Record:
+        """Validate ``data`` and raise :class:`RecordError` naming each bad field."""
+        try:
+            return cls.model_validate(data)
+        except ValidationError as error:
+            raise RecordError(cls.__name__, error) from None
+
+
+class EnvironmentRef(Record):
+    """Which world a transition came from: the environment and its pinned versions."""
+
+    name: str = Field(min_length=1, description="environment name, e.g. 'terminal/bash'")
+    version: str = Field(
+        min_length=1, description="primary pinned version, e.g. the sandbox image id"
+    )
+    components: JsonDict = Field(
+        default_factory=dict, description="versions of every part: image, bash, tmux, apps"
+    )
+    config_hash: str = Field(min_length=1, description="hash of the environment configuration")
+
+
+class PolicyRef(Record):
+    """Who chose the actions."""
+
+    kind: PolicyKind
+    name: str = Field(min_length=1)
+    version: str = Field(min_length=1, description="policy version or model id")
+
+
+class Observation(Record):
+    """One state of the environment as a world model sees it."""
+
+    format: str = Field(min_length=1, description="format tag, e.g. 'terminal-screen'")
+    text: str = Field(description="canonical observation text")
+    screenshot: PngBytes | None = Field(default=None, description="PNG screenshot, if any")
+    meta: JsonDict = Field(default_factory=dict, description="url, title, cwd, exit code …")
+
+
+class Action(Record):
+    """What the policy did."""
+
+    name: str = Field(min_length=1)
+    arguments: JsonDict = Field(default_factory=dict)
+    text: str = Field(description="canonical action text")
+
+
+class Timing(Record):
+    """When the step happened and how long the environment took."""
+
+    started_at: datetime
+    step_latency_s: float = Field(ge=0)
+
+
+class Source(Record):
+    """Where the row came from."""
+
+    origin: str = Field(pattern=r"^(collected|imported:.+)$")
+    collector_version: str = Field(min_length=1)
+    licence: str = Field(min_length=1)
+
+
+class Transition(Record):
+    """One row of the corpus: observation → action → next observation."""
+
+    id: str
+    episode_id: str = Field(min_length=1)
+    step: int = Field(ge=0)
+    domain: Domain
+    env: EnvironmentRef
+    task: str | None = None
+    policy: PolicyRef
+    observation: Observation
+    action: Action
+    next_observation: Observation
+    action_error: str | None = None
+    reward: float = 0.0
+    terminated: bool = False
+    truncated: bool = False
+    timing: Timing
+    source: Source
+
+    @model_validator(mode="after")
+    def _id_matches_episode_and_step(self) -> Transition:
+        expected = transition_id(self.episode_id, self.step)
+        if self.id != expected:
+            raise ValueError(f"id must be {expected!r} (episode_id:step), got {self.id!r}")
+        return self
+
+
+class Episode(Record):
+    """Episode-level facts, stored in the episodes table beside the transitions."""
+
+    episode_id: str = Field(min_length=1)
+    run_id: str = Field(min_length=1)
+    domain: Domain
+    env: EnvironmentRef | None = Field(
+        default=None, description="None only when the episode failed before its first state"
+    )
+    policy: PolicyRef
+    task: str | None = None
+    seed: int
+    status: EpisodeStatus
+    length: int = Field(ge=0, description="number of transitions")
+    total_reward: float = 0.0
+    started_at: datetime
+    ended_at: datetime
+    error: str | None = Field(default=None, description="why the episode did not complete")
+
+    @field_validator("ended_at")
+    @classmethod
+    def _ends_after_start(cls, ended_at: datetime, info: Any) -> datetime:
+        started_at = info.data.get("started_at")
+        if started_at is not None and ended_at < started_at:
+            raise ValueError("ended_at is before started_at")
+        return ended_at
+
+
+def transition_id(episode_id: str, step: int) -> str:
+    """Return the stable transition id ``{episode_id}:{step:05d}``."""
+    return f"{episode_id}:{step:05d}"

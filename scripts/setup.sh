@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# One idempotent setup step for `make demo`, `make test` and CI (.ci/run).
+#
+# Run as root on Debian 12 from the repository root. Each step checks first and does nothing
+# when its work is already done, so a second run takes a few seconds:
+#   1. Debian packages: docker.io, debootstrap, tmux (and python3-venv for step 2)
+#   2. .venv with the project installed (reinstalled only when pyproject.toml changes)
+#   3. a running Docker engine (started here: there is no systemd)
+#   4. the base image and every sandbox image (built only when missing or stale)
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+DEBIAN_PACKAGES=(docker.io debootstrap tmux python3-venv)
+VENV=.venv
+STAMP="$VENV/.worldtrace-installed"
+DOCKERD_LOG=/var/log/worldtrace-dockerd.log
+
+need_root() {
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "setup: $1 needs root; rerun as root (e.g. sudo make setup)" >&2
+        exit 1
+    fi
+}
+
+# --- 1. Debian packages -------------------------------------------------------------------
+missing=()
+for package in "${DEBIAN_PACKAGES[@]}"; do
+    # `dpkg -s` exits 0 for removed-but-configured packages too; the Status line is the truth.
+    if ! dpkg-query -W -f '${Status}' "$package" 2>/dev/null | grep -q ' installed$'; then
+        missing+=("$package")
+    fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "debian packages: installed (${DEBIAN_PACKAGES[*]})"
+else
+    need_root "installing ${missing[*]}"
+    echo "debian packages: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    echo "debian packages: installed ${missing[*]}"
+fi
+
+# --- 2. virtualenv --------------------------------------------------------------------------
+if [ ! -x "$VENV/bin/python" ]; then
+    echo "python venv: creating $VENV"
+    python3 -m venv "$VENV"
+fi
+wanted="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [ "$(cat "$STAMP" 2>/dev/null || true)" = "$wanted" ]; then
+    echo "python venv: up to date"
+else
+    echo "python venv: installing the project (pip install -e '.[dev]')"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+    # Written only after a successful install, so a failed one is retried next time.
+    echo "$wanted" >"$STAMP"
+    echo "python venv: installed"
+fi
+
+# --- 3. Docker engine -----------------------------------------------------------------------
+if docker info >/dev/null 2>&1; then
+    echo "docker engine: running"
+else
+    need_root "starting dockerd"
+    echo "docker engine: starting dockerd (log: $DOCKERD_LOG)"
+    # setsid + nohup + closed stdio: the daemon outlives this script and `make`, ignores the
+    # terminal's Ctrl-C, and does not hold make's or CI's output pipe open.
+    # --bridge=none: containers get loopback only (network_mode none/host), no iptables rules.
+    setsid nohup dockerd --bridge=none --iptables=false --ip-forward=false \
+        </dev/null >>"$DOCKERD_LOG" 2>&1 &
+    for _ in $(seq 1 120); do
+        if docker info >/dev/null 2>&1; then
+            break
+        fi
+        sleep 0.5
+    done
+    if ! docker info >/dev/null 2>&1; then
+        echo "docker engine: did not come up within 60 s; last lines of $DOCKERD_LOG:" >&2
+        tail -n 20 "$DOCKERD_LOG" >&2 || true
+        exit 1
+    fi
+    echo "docker engine: running"
+fi
+
+# --- 4. sandbox images ----------------------------------------------------------------------
+# Prints one line per image; builds only what is missing or stale (see sandboxes/images.py).
+"$VENV/bin/python" -m sandboxes.images

@@ -1,0 +1,94 @@
+"""`worldtrace doctor` checks, against the real machine and Docker engine."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from rich.console import Console
+
+from flows import doctor
+from sandboxes import images
+
+
+def by_name(checks: list[doctor.Check]) -> dict[str, doctor.Check]:
+    return {check.name: check for check in checks}
+
+
+@pytest.mark.docker
+def test_run_checks_covers_every_item() -> None:
+    checks = by_name(doctor.run_checks())
+    expected = [
+        "python",
+        "worldtrace",
+        *(f"python package {p}" for p in doctor.KEY_PACKAGES),
+        *(f"debian package {p}" for p in doctor.DEBIAN_PACKAGES),
+        "docker engine",
+        "base image",
+        *(f"image {name}" for name in images.list_definitions()),
+        "leaked sandboxes",
+        "disk space",
+    ]
+    assert set(expected) <= set(checks), set(expected) - set(checks)
+    for check in checks.values():
+        assert check.detail.strip(), check
+        assert check.ok or check.fix, check  # every failure says what to do
+    # On the machine the tests run on, these are set up by `make setup`.
+    assert checks["python"].ok
+    assert checks["docker engine"].ok
+    assert checks["base image"].ok
+
+
+@pytest.mark.docker
+def test_missing_image_fails_with_a_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    absent = f"worldtrace/absent-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setattr(images, "image_tag", lambda name: f"{absent}-{name}:latest")
+    monkeypatch.setattr(images, "BASE_IMAGE", f"{absent}-base:bookworm")
+    checks = by_name(doctor.run_checks())
+    for name in ["base image", *(f"image {d}" for d in images.list_definitions())]:
+        assert not checks[name].ok, checks[name]
+        assert "missing" in checks[name].detail
+        assert checks[name].fix and "worldtrace sandboxes build" in checks[name].fix
+
+
+def test_pin_mismatch_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(doctor, "_pins", lambda: {"prefect": "0.0.1"})
+    checks = by_name(doctor._python_packages())
+    assert not checks["python package prefect"].ok
+    assert "0.0.1" in checks["python package prefect"].detail
+    assert "prefect==0.0.1" in (checks["python package prefect"].fix or "")
+    assert checks["python package polars"].ok  # not pinned: any version passes
+
+
+def test_pins_come_from_pyproject() -> None:
+    pins = doctor._pins()
+    assert set(doctor.PINNED_PACKAGES) <= set(pins)
+
+
+def test_a_crashing_check_becomes_a_failed_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom() -> list[doctor.Check]:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(doctor, "_disk", boom)
+    checks = by_name(doctor.run_checks())
+    assert not checks["disk space"].ok
+    assert "disk on fire" in checks["disk space"].detail
+
+
+def test_missing_debian_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(doctor, "DEBIAN_PACKAGES", ("worldtrace-no-such-package",))
+    (check,) = doctor._debian_packages()
+    assert not check.ok
+    assert check.fix and "apt-get install worldtrace-no-such-package" in check.fix
+
+
+def test_render_escapes_markup() -> None:
+    checks = [
+        doctor.Check("a", True, "fine", None),
+        doctor.Check("b", False, "error [bold]not markup[/bold]", "make setup"),
+    ]
+    console = Console(width=200, record=True)
+    console.print(doctor.render(checks))
+    text = console.export_text()
+    assert "[bold]not markup[/bold]" in text
+    assert "make setup" in text
