@@ -67,8 +67,6 @@ def collect_episode(config: CollectConfig, index: int) -> dict[str, Any]:
 @flow(name="collect", log_prints=False)
 def collect(config: CollectConfig) -> dict[str, Any]:
     """Collect the run's missing episodes, then normalize the run; return a summary."""
-    collector = get_collector(config.domain)
-    collector.preflight(collector.environment_config.model_validate(config.environment))
     recorder = RunRecorder(config.run_dir, config.identity())
     interrupted = recorder.recover_interrupted()
     sealed = recorder.sealed_ids()
@@ -119,6 +117,9 @@ def _seal_broken_episode(config: CollectConfig, index: int, error: Exception) ->
 
 
 def run_collection(config: CollectConfig) -> dict[str, Any]:
-    """Run the collect flow with ``config.workers`` episodes at a time."""
+    """Check the environment can run, then run the flow with ``config.workers`` at a time."""
+    # Fail fast (no image, no engine) before the Prefect API spends seconds starting up.
+    collector = get_collector(config.domain)
+    collector.preflight(collector.environment_config.model_validate(config.environment))
     runner = ThreadPoolTaskRunner(max_workers=config.workers)
     return collect.with_options(task_runner=runner)(config)

@@ -70,10 +70,13 @@ class CollectConfig(BaseModel):
 
     @model_validator(mode="after")
     def _known_to_the_domain(self) -> CollectConfig:
-        collector = get_collector(self.domain)
-        collector.environment_config.model_validate(self.environment)
-        collector.make_policy(self.policy.kind, self.policy.params)
-        collector.plan(0, self.seed, self.policy.kind, self.policy.tasks)
+        try:
+            collector = get_collector(self.domain)
+            collector.environment_config.model_validate(self.environment)
+            collector.make_policy(self.policy.kind, self.policy.params)
+            collector.plan(0, self.seed, self.policy.kind, self.policy.tasks)
+        except LookupError as error:  # unknown domain or task: pydantic reports ValueErrors
+            raise ValueError(error.args[0]) from None
         return self
 
     def identity(self) -> dict[str, Any]:

@@ -51,7 +51,10 @@ class RecordError(ValueError):
 class Record(BaseModel):
     """Base of all records: strict about unknown fields, immutable once built."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Screenshots travel as base64 in JSON; on disk they are a datasets.Image column.
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, ser_json_bytes="base64", val_json_bytes="base64"
+    )
 
     @classmethod
     def parse(cls, data: dict[str, Any]) -> Record:

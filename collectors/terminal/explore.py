@@ -51,6 +51,8 @@ _STOPWORD_TEXT = (
 )
 _STOPWORDS = frozenset(_names(_STOPWORD_TEXT))
 _SAFE_NAME = re.compile(r"^[\w.,+-]+$")
+# Files that only make sense to list, not to page, grep or open as text.
+_BINARY_SUFFIXES = (".pyc", ".gz", ".tgz", ".zip", ".png", ".jpg", ".pdf", ".db", ".sqlite", ".so")
 
 # How to get back to the shell from a foreground program, in order of escalation: the first
 # entry is the normal way out, later ones are tried if the program is still there.
@@ -336,8 +338,12 @@ class ExplorePolicy(Policy):
     def _learn_find(self, base: str, output: list[str]) -> None:
         for line in output:
             line = line.strip()
-            if not line.startswith("./") or not all(
-                _SAFE_NAME.match(p) for p in line[2:].split("/")
+            parts = line[2:].split("/")
+            # Hidden directories (.git, caches) hold machine files, not things to read.
+            if (
+                not line.startswith("./")
+                or not all(_SAFE_NAME.match(part) for part in parts)
+                or any(part.startswith(".") or part == "__pycache__" for part in parts[:-1])
             ):
                 continue
             path = posixpath.normpath(posixpath.join(base, line))
@@ -353,7 +359,9 @@ class ExplorePolicy(Policy):
         self._read_files[path] = None
         for line in output[:60]:
             for word in _WORD.findall(line):
-                if word.lower() not in _STOPWORDS and word not in self._words:
+                # Hashes and ids ("aa9d1b23", "JMU06d01") make poor grep patterns.
+                digits = sum(c.isdigit() for c in word)
+                if word.lower() not in _STOPWORDS and digits <= 2 and word not in self._words:
                     self._words[word] = path
         # Keep the vocabulary small; the earliest words are as good as any.
         while len(self._words) > 300:
@@ -389,11 +397,15 @@ class ExplorePolicy(Policy):
             weights["list"] *= 3
         if any(d not in self._visited for d in self._child_dirs()):
             weights["cd"] *= 3
+        remaining = self.max_steps - self._taken
+        if remaining <= 4:
+            weights["interactive"] = 0.0  # its sequences run up to four steps
         kinds = [kind for kind, weight in weights.items() if weight > 0]
         for _ in range(20):
             kind = self._rng.choices(kinds, weights=[weights[k] for k in kinds])[0]
             plan = self._generators[kind]()
-            if plan is not None:
+            # An interactive sequence that cannot finish would end the episode inside a program.
+            if plan is not None and len(plan.then) < remaining:
                 return self._use(plan)
         return self._use(self._plan_list(self._cwd, "ls -1p"))
 
@@ -441,10 +453,11 @@ class ExplorePolicy(Policy):
         return path[len(prefix) :] if path.startswith(prefix) else path
 
     def _files_near(self) -> list[str]:
-        """Known files under the current directory, or all known files if none are."""
+        """Known text files under the current directory, or all known text files if none are."""
         prefix = self._cwd.rstrip("/") + "/"
-        near = [path for path in self._files if path.startswith(prefix)]
-        return near or list(self._files)
+        text = [path for path in self._files if not path.endswith(_BINARY_SUFFIXES)]
+        near = [path for path in text if path.startswith(prefix)]
+        return near or text
 
     def _child_dirs(self) -> list[str]:
         return [d for d in self._dirs if posixpath.dirname(d) == self._cwd]

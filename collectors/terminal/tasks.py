@@ -1206,7 +1206,7 @@ _EDITOR_TASKS = (
         name="vim-look-without-changing",
         instruction=(
             "Check how many replicas ~/work/k8s/deploy.yml asks for, in vim, without changing "
-            "the file."
+            "the file, and note the line in replicas.txt."
         ),
         category="editor",
         setup=(write_file(f"{_W}/k8s/deploy.yml", _DEPLOY_YML),),
@@ -1218,9 +1218,12 @@ _EDITOR_TASKS = (
             keys("x"),
             keys(":q", "Enter"),
             keys(":q!", "Enter"),
-            command("grep replicas deploy.yml"),
+            command("grep -n replicas deploy.yml | tee replicas.txt"),
         ),
-        check=same_content(f"{_W}/k8s/deploy.yml", _DEPLOY_YML),
+        check=all_of(
+            same_content(f"{_W}/k8s/deploy.yml", _DEPLOY_YML),
+            same_content(f"{_W}/k8s/replicas.txt", "3:replicas: 3\n"),
+        ),
     ),
 )
 
@@ -1542,6 +1545,10 @@ done
 
 _SPIN_PY = """\
 # Nightly report generator. Bug: the retry loop never ends.
+import os
+
+with open("spin.pid", "w") as handle:
+    handle.write(str(os.getpid()))
 attempts = 0
 while True:
     attempts += 1
@@ -1617,7 +1624,10 @@ _PROCESS_TASKS = (
             command("kill $(pgrep -f spin.py)"),
             command("sleep 0.2; pgrep -af spin.py || echo 'spin.py is gone'"),
         ),
-        check="! pgrep -f '[s]pin.py'",
+        check=(
+            f'test -s {_W}/reports-job/spin.pid && ! kill -0 "$(cat {_W}/reports-job/spin.pid)" '
+            "2>/dev/null && ! pgrep -f '[s]pin.py'"
+        ),
     ),
 )
 

@@ -1,0 +1,149 @@
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pyarrow.parquet as pq
+from datasets import load_dataset
+
+from collectors.recorder import RunRecorder
+from collectors.terminal.screen import plain_screen, strip_ansi
+from normalizers import normalize_run
+from schemas import Transition, arrow_schema_of, from_row
+
+ENV = {
+    "name": "terminal/bash-tmux",
+    "version": "sha256:abc",
+    "components": {"tmux": "3.3a"},
+    "config_hash": "cafe",
+}
+POLICY = {"kind": "script", "name": "task-script", "version": "1"}
+
+
+def screen(*lines: str) -> dict:
+    return {
+        "screen": "\n".join(lines) + "\n" * 5,
+        "scrollback": "",
+        "cursor": [0, 0],
+        "prompt": True,
+        "exit_code": 0,
+        "cwd": "/root",
+        "foreground": None,
+        "timed_out": False,
+        "exited": False,
+    }
+
+
+def record_episode(recorder: RunRecorder, episode_id: str, steps: int, status="completed"):
+    writer = recorder.begin(episode_id)
+    writer.write_start(
+        {
+            "episode_id": episode_id,
+            "seed": 1,
+            "index": 0,
+            "task": "count",
+            "env": ENV,
+            "policy": POLICY,
+            "started_at": "2026-01-01T00:00:00+00:00",
+        },
+        screen("\x1b[1;32mroot@sandbox\x1b[0m:~# "),
+    )
+    for step in range(steps):
+        writer.write_step(
+            {
+                "step": step,
+                "action": {"name": "keys", "arguments": {"keys": [f"echo {step}", "Enter"]}, "text": "old"},
+                "observation": screen(f"root@sandbox:~# echo {step}   ", str(step), "root@sandbox:~# "),
+                "error": "exit status 1" if step == 1 else None,
+                "reward": 0.0,
+                "terminated": False,
+                "truncated": False,
+                "started_at": "2026-01-01T00:00:01+00:00",
+                "latency_s": 0.01,
+            }
+        )
+    writer.seal(status, {"steps": steps, "errors": 0, "reward": 1.0})
+
+
+def make_run(tmp_path, episodes=2, steps=3) -> RunRecorder:
+    recorder = RunRecorder(tmp_path, {"domain": "terminal", "run_name": "run-a"})
+    for index in range(episodes):
+        record_episode(recorder, f"run-a-s{index:06d}", steps)
+    return recorder
+
+
+def test_ansi_and_blank_tails_are_removed() -> None:
+    raw = "\x1b[1;31mred\x1b[0m text   \n\x1b]0;title\x07next\x1b(B\n\n\n"
+    assert strip_ansi("\x1b[?1049h\x1b[Hx") == "x"
+    assert plain_screen(raw) == "red text\nnext"
+
+
+def test_run_becomes_transitions_with_env_policy_source_and_rewards(tmp_path) -> None:
+    make_run(tmp_path)
+    report = normalize_run(tmp_path)
+    assert (report.episodes, report.transitions, report.quarantined) == (2, 6, [])
+    rows = pq.read_table(tmp_path / "transitions" / "terminal").to_pylist()
+    transitions = [from_row(Transition, row) for row in rows]
+    first = transitions[0]
+    assert first.observation.text == "root@sandbox:~#"
+    assert first.next_observation.text == "root@sandbox:~# echo 0\n0\nroot@sandbox:~#"
+    assert transitions[1].observation == first.next_observation
+    assert first.action.text == "echo 0<Enter>"  # re-rendered from the arguments
+    assert first.env.components == {"tmux": "3.3a"}
+    assert first.source.origin == "collected"
+    assert transitions[1].action_error == "exit status 1"
+    last = transitions[2]
+    assert (last.reward, last.terminated, last.truncated) == (1.0, True, False)
+    assert [t.id for t in transitions[:3]] == [f"run-a-s000000:{i:05d}" for i in range(3)]
+    episodes = pl.read_parquet(tmp_path / "episodes.parquet")
+    assert episodes["length"].to_list() == [3, 3]
+    assert episodes["status"].to_list() == ["completed", "completed"]
+
+
+def test_shards_carry_the_schema_and_load_with_polars_and_datasets(tmp_path) -> None:
+    make_run(tmp_path, episodes=3, steps=4)
+    report = normalize_run(tmp_path, rows_per_shard=5)
+    assert [p.name for p in report.shards] == [f"part-{i:05d}.parquet" for i in range(3)]
+    for shard in report.shards:
+        assert pq.read_schema(shard).equals(arrow_schema_of(Transition), check_metadata=False)
+    frame = pl.scan_parquet(tmp_path / "transitions" / "terminal" / "*.parquet").collect()
+    assert frame.height == 12 and frame["id"].n_unique() == 12
+    dataset = load_dataset(str(tmp_path / "transitions" / "terminal"), split="train")
+    assert dataset.num_rows == 12
+    assert "screenshot" in dataset.features["observation"]
+
+
+def test_renormalizing_gives_the_same_rows(tmp_path) -> None:
+    make_run(tmp_path)
+    normalize_run(tmp_path)
+    before = pl.read_parquet(tmp_path / "transitions" / "terminal" / "*.parquet")
+    normalize_run(tmp_path)
+    after = pl.read_parquet(tmp_path / "transitions" / "terminal" / "*.parquet")
+    assert before.equals(after)
+
+
+def test_bad_episodes_are_quarantined_with_a_reason_and_the_rest_survive(tmp_path) -> None:
+    make_run(tmp_path)
+    sealed = tmp_path / "raw" / "episodes"
+    (sealed / "garbage.jsonl").write_text("this is not json\n")
+    (sealed / "no-end.jsonl").write_text(json.dumps({"type": "start"}) + "\n")
+    lines = (sealed / "run-a-s000000.jsonl").read_text().splitlines()
+    broken = json.loads(lines[1])
+    del broken["observation"]["screen"]
+    (sealed / "missing-screen.jsonl").write_text(
+        "\n".join([lines[0].replace("run-a-s000000", "missing-screen"), json.dumps(broken), lines[-1]])
+        + "\n"
+    )
+    report = normalize_run(tmp_path)
+    reasons = {item["file"]: item["reason"] for item in report.quarantined}
+    assert set(reasons) == {
+        "raw/episodes/garbage.jsonl",
+        "raw/episodes/no-end.jsonl",
+        "raw/episodes/missing-screen.jsonl",
+    }
+    assert "screen" in reasons["raw/episodes/missing-screen.jsonl"]
+    assert "no end line" in reasons["raw/episodes/no-end.jsonl"]
+    assert report.episodes == 2 and report.transitions == 6
+    quarantine = (tmp_path / "quarantine.jsonl").read_text().splitlines()
+    assert len(quarantine) == 3
+    assert (sealed / "garbage.jsonl").exists(), "quarantined raw data is never deleted"
