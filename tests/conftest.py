@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# Prefect logs its temporary API server stopping after pytest closed the captured streams.
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
 REPO = Path(__file__).resolve().parent.parent
 

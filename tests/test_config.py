@@ -34,9 +34,15 @@ def test_run_name_and_episode_ids_are_stable_and_ignore_speed_settings() -> None
     [
         ({"domain": "terminal", "episodes": 0}, "episodes: Input should be greater than"),
         ({"domain": "terminal", "episodes": 1, "colour": 1}, "colour: Extra inputs"),
-        ({"domain": "terminal", "episodes": 1, "policy": {"kind": "magic"}}, "unknown terminal policy"),
+        (
+            {"domain": "terminal", "episodes": 1, "policy": {"kind": "magic"}},
+            "unknown terminal policy",
+        ),
         ({"domain": "terminal", "episodes": 1, "environment": {"width": 3}}, "width"),
-        ({"domain": "terminal", "episodes": 1, "policy": {"tasks": ["nope"]}}, "unknown terminal task"),
+        (
+            {"domain": "terminal", "episodes": 1, "policy": {"tasks": ["nope"]}},
+            "unknown terminal task",
+        ),
         ({"domain": "fax", "episodes": 1}, "no collector for domain 'fax' (available: terminal"),
     ],
 )

@@ -52,8 +52,14 @@ def record_episode(recorder: RunRecorder, episode_id: str, steps: int, status="c
         writer.write_step(
             {
                 "step": step,
-                "action": {"name": "keys", "arguments": {"keys": [f"echo {step}", "Enter"]}, "text": "old"},
-                "observation": screen(f"root@sandbox:~# echo {step}   ", str(step), "root@sandbox:~# "),
+                "action": {
+                    "name": "keys",
+                    "arguments": {"keys": [f"echo {step}", "Enter"]},
+                    "text": "old",
+                },
+                "observation": screen(
+                    f"root@sandbox:~# echo {step}   ", str(step), "root@sandbox:~# "
+                ),
                 "error": "exit status 1" if step == 1 else None,
                 "reward": 0.0,
                 "terminated": False,
@@ -131,7 +137,9 @@ def test_bad_episodes_are_quarantined_with_a_reason_and_the_rest_survive(tmp_pat
     broken = json.loads(lines[1])
     del broken["observation"]["screen"]
     (sealed / "missing-screen.jsonl").write_text(
-        "\n".join([lines[0].replace("run-a-s000000", "missing-screen"), json.dumps(broken), lines[-1]])
+        "\n".join(
+            [lines[0].replace("run-a-s000000", "missing-screen"), json.dumps(broken), lines[-1]]
+        )
         + "\n"
     )
     report = normalize_run(tmp_path)

@@ -24,6 +24,7 @@ from schemas import (
 from schemas.arrow import SCHEMA_VERSION_KEY
 from tests.records import make_transition
 
+
 def _png() -> bytes:
     from PIL import Image as PILImage
 
@@ -33,6 +34,7 @@ def _png() -> bytes:
 
 
 PNG = _png()
+
 
 def test_arrow_schema_is_derived_from_the_models() -> None:
     schema = arrow_schema_of(Transition)
@@ -81,7 +83,9 @@ def test_parquet_round_trip_decodes_images_in_datasets_and_scans_in_polars(tmp_p
 
     frame = pl.scan_parquet(tmp_path / "*.parquet").collect()
     assert frame["id"].to_list() == ["ep-1:00000", "ep-1:00001"]
-    back = [from_row(Transition, row) for row in pq.read_table(tmp_path / "part.parquet").to_pylist()]
+    back = [
+        from_row(Transition, row) for row in pq.read_table(tmp_path / "part.parquet").to_pylist()
+    ]
     assert back[1] == with_image
 
 

@@ -1,0 +1,187 @@
+"""The collect flow end to end: real containers, real Prefect, real kills."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import docker
+import polars as pl
+import pytest
+
+from collectors.recorder import read_episode
+from flows import progress
+from flows.collect import run_collection
+from flows.config import validate_config
+from sandboxes.docker import LABEL, OWNER_PID_LABEL
+
+pytestmark = pytest.mark.docker
+
+TASKS = ["count-http-status-codes", "csv-sales-by-region", "word-frequency", "git-tag-from-history"]
+
+
+def sealed_events(run_dir: Path) -> dict[str, list[dict]]:
+    return {
+        path.stem: list(read_episode(path))
+        for path in sorted((run_dir / "raw" / "episodes").glob("*.jsonl"))
+    }
+
+
+def test_killed_collection_resumes_with_every_episode_exactly_once(tmp_path, terminal_image):
+    command = [
+        sys.executable,
+        "-m",
+        "flows.cli",
+        "collect",
+        "terminal",
+        "--episodes",
+        "6",
+        "--workers",
+        "2",
+        "--out",
+        str(tmp_path),
+        "--run-name",
+        "killed",
+        *[arg for task in TASKS for arg in ("--task", task)],
+    ]
+    run_dir = tmp_path / "killed"
+    first = subprocess.Popen(
+        command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 180
+    # Kill while one episode is sealed and another is half recorded.
+    while time.monotonic() < deadline:
+        sealed = list((run_dir / "raw" / "episodes").glob("*.jsonl"))
+        partial = [
+            p
+            for p in (run_dir / "raw" / "partial").glob("*.jsonl")
+            if len(p.read_text().splitlines()) >= 2
+        ]
+        if sealed and partial:
+            break
+        assert first.poll() is None, "the first run ended before it could be killed"
+        time.sleep(0.05)
+    else:
+        pytest.fail("the first run never had a sealed and a partial episode at once")
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    sealed_before = {p.name: p.read_bytes() for p in (run_dir / "raw" / "episodes").iterdir()}
+
+    second = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr[-2000:]
+
+    episodes = sealed_events(run_dir)
+    expected = {f"killed-s{seed:06d}" for seed in range(6)}
+    assert set(episodes) == expected
+    for events in episodes.values():
+        kinds = [event["type"] for event in events]
+        assert kinds.count("start") == 1 and kinds.count("end") == 1
+        steps = [event["step"] for event in events if event["type"] == "step"]
+        assert steps == list(range(len(steps))) and steps
+    # episodes sealed before the kill were not recorded again
+    for name, content in sealed_before.items():
+        assert (run_dir / "raw" / "episodes" / name).read_bytes() == content
+    # the half-recorded attempt was kept aside, not lost
+    interrupted = list((run_dir / "raw" / "interrupted").glob("*.jsonl"))
+    assert interrupted
+    assert not list((run_dir / "raw" / "partial").glob("*.jsonl"))
+    frame = pl.read_parquet(run_dir / "transitions" / "terminal" / "*.parquet")
+    assert frame["id"].n_unique() == frame.height
+    assert frame.height == sum(
+        sum(e["type"] == "step" for e in events) for events in episodes.values()
+    )
+    assert set(pl.read_parquet(run_dir / "episodes.parquet")["episode_id"]) == expected
+
+    # the killed run's containers are orphans now; gc removes them and no others
+    orphans = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "sandboxes", "gc"], capture_output=True, text=True
+    )
+    assert orphans.returncode == 0
+    client = docker.from_env()
+    left = client.containers.list(
+        all=True, filters={"label": [LABEL, f"{OWNER_PID_LABEL}={first.pid}"]}
+    )
+    assert left == []
+
+
+class KillSandboxOnFirstStep:
+    """Kills this process's sandboxes once, after the first recorded step."""
+
+    def __init__(self) -> None:
+        self.killed = 0
+
+    def on_step(self, episode_id: str, step: int, error: str | None) -> None:
+        if self.killed:
+            return
+        client = docker.from_env()
+        for container in client.containers.list(
+            filters={"label": [LABEL, f"{OWNER_PID_LABEL}={os.getpid()}"]}
+        ):
+            container.kill()
+            self.killed += 1
+
+    def on_episode(self, result) -> None:
+        pass
+
+
+def collect_config(tmp_path: Path, retries: int):
+    return validate_config(
+        {
+            "domain": "terminal",
+            "episodes": 1,
+            "out": str(tmp_path),
+            "retries": retries,
+            "policy": {"kind": "script", "tasks": ["git-tag-from-history"]},
+        }
+    )
+
+
+def test_a_dead_sandbox_is_retried_and_the_attempt_kept(tmp_path, terminal_image):
+    config = collect_config(tmp_path, retries=2)
+    killer = KillSandboxOnFirstStep()
+    with progress.listening(killer):
+        summary = run_collection(config)
+    assert killer.killed == 1
+    assert (summary["collected"], summary["failed"]) == (1, 0)
+    (events,) = sealed_events(config.run_dir).values()
+    assert events[-1]["status"] == "completed"
+    assert events[-1]["reward"] == 1.0
+    (attempt,) = (config.run_dir / "raw" / "interrupted").glob("*.jsonl")
+    last = list(read_episode(attempt))[-1]
+    assert last["type"] == "abandoned" and "sandbox" in last["reason"]
+
+
+def test_a_sandbox_that_keeps_dying_is_sealed_as_failed(tmp_path, terminal_image):
+    config = collect_config(tmp_path, retries=0)
+    with progress.listening(KillSandboxOnFirstStep()):
+        summary = run_collection(config)
+    assert (summary["collected"], summary["failed"]) == (1, 1)
+    episodes = pl.read_parquet(config.run_dir / "episodes.parquet")
+    assert episodes["status"].to_list() == ["failed"]
+    assert "Sandbox" in episodes["error"][0]
+    (attempt,) = (config.run_dir / "raw" / "interrupted").glob("*.jsonl")
+    assert sum(1 for e in read_episode(attempt) if e["type"] == "step") == 1
+
+
+def test_agent_errors_are_recorded_not_retried(tmp_path, terminal_image):
+    config = validate_config(
+        {
+            "domain": "terminal",
+            "episodes": 1,
+            "out": str(tmp_path),
+            "policy": {"kind": "script", "tasks": ["typo-command-not-found"]},
+        }
+    )
+    summary = run_collection(config)
+    assert summary["errors"] >= 1 and summary["failed"] == 0
+    assert not list((config.run_dir / "raw" / "interrupted").iterdir())
+    frame = pl.read_parquet(config.run_dir / "transitions" / "terminal" / "*.parquet")
+    errors = frame.filter(pl.col("action_error").is_not_null())
+    assert errors.height >= 1
+    meta = json.loads(errors["next_observation"][0]["meta"])
+    assert meta["exit_code"] == 127 or meta["exit_code"] not in (0, None)
