@@ -5,8 +5,11 @@
 setup:
 	bash scripts/setup.sh
 
+# A small end-to-end collection: scripted tasks and an exploring policy, normalized to parquet.
 demo: setup
-	.venv/bin/worldtrace collect terminal --episodes 6 --workers 2 --out runs/
+	.venv/bin/worldtrace collect terminal --episodes 8 --workers 2 --out runs/ --run-name demo-script
+	.venv/bin/worldtrace collect terminal --policy explore --episodes 2 --workers 2 --max-steps 30 \
+		--out runs/ --run-name demo-explore
 
 test: setup
 	.venv/bin/pytest -q -p no:cacheprovider

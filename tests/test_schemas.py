@@ -102,9 +102,9 @@ def test_invalid_records_name_the_field() -> None:
 
 def test_unknown_domain_and_extra_fields_are_rejected() -> None:
     data = make_transition().model_dump()
-    with pytest.raises(RecordError, match="Transition.domain"):
+    with pytest.raises(RecordError, match=r"Transition\.domain"):
         Transition.parse({**data, "domain": "fax"})
-    with pytest.raises(RecordError, match="Transition.colour"):
+    with pytest.raises(RecordError, match=r"Transition\.colour"):
         Transition.parse({**data, "colour": "blue"})
 
 
