@@ -1,0 +1,48 @@
+"""Collectors are found through entry points, including ones from other packages."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import pytest
+
+from collectors.registry import UnknownDomainError, available_domains, get_collector
+from collectors.terminal import TerminalCollector
+from normalizers import get_normalizer
+from normalizers.terminal import TerminalNormalizer
+
+
+def test_builtin_domains_are_registered():
+    assert "terminal" in available_domains()
+    assert isinstance(get_collector("terminal"), TerminalCollector)
+    assert isinstance(get_normalizer("terminal"), TerminalNormalizer)
+
+
+def test_unknown_domain_lists_what_exists():
+    with pytest.raises(UnknownDomainError, match=r"'fax' \(available: .*terminal"):
+        get_collector("fax")
+
+
+def test_a_domain_installed_by_another_package_is_found(tmp_path, monkeypatch):
+    # A real installed distribution: dist-info metadata with an entry point, on sys.path.
+    (tmp_path / "toy_domain.py").write_text(
+        textwrap.dedent(
+            """
+            from collectors.terminal import TerminalCollector
+
+            class ToyCollector(TerminalCollector):
+                domain = "toy"
+            """
+        )
+    )
+    dist = tmp_path / "toy_domain-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-domain\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        "[worldtrace.collectors]\ntoy = toy_domain:ToyCollector\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "toy" in available_domains()
+    assert get_collector("toy").domain == "toy"
+    sys.modules.pop("toy_domain", None)

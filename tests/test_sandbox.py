@@ -1,0 +1,96 @@
+"""DockerSandbox against the real engine: exec, files, snapshot, cleanup on signals."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import docker
+import docker.errors
+import pytest
+
+from sandboxes.docker import LABEL, OWNER_PID_LABEL, DockerSandbox, SandboxError
+
+pytestmark = pytest.mark.docker
+
+
+def test_exec_returns_output_and_kills_a_hung_command(terminal_image):
+    with DockerSandbox(terminal_image) as sandbox:
+        result = sandbox.exec("echo out; echo err >&2; exit 3", timeout=10)
+        assert (result.exit_code, result.stdout, result.stderr) == (3, b"out\n", b"err\n")
+        assert not result.timed_out
+        started = time.monotonic()
+        hung = sandbox.exec(["sleep", "100"], timeout=1.5)
+        assert hung.timed_out
+        assert time.monotonic() - started < 10
+        assert sandbox.exec("echo still here").text == "still here\n"
+
+
+def test_files_copy_in_and_out(terminal_image):
+    with DockerSandbox(terminal_image) as sandbox:
+        payload = bytes(range(256)) * 100
+        sandbox.put_file("/tmp/blob.bin", payload, mode=0o600)
+        assert sandbox.get_file("/tmp/blob.bin") == payload
+        assert sandbox.exec("stat -c %a /tmp/blob.bin").text.strip() == "600"
+        with pytest.raises(FileNotFoundError):
+            sandbox.get_file("/tmp/missing")
+
+
+def test_snapshot_forks_the_state_into_a_new_sandbox(terminal_image):
+    client = docker.from_env()
+    with DockerSandbox(terminal_image) as sandbox:
+        sandbox.exec("echo forked > /root/state.txt")
+        image_id = sandbox.snapshot("worldtrace/test-snapshot", "t1")
+    try:
+        with DockerSandbox("worldtrace/test-snapshot:t1") as fork:
+            assert fork.exec("cat /root/state.txt").text == "forked\n"
+        with DockerSandbox(terminal_image) as fresh:
+            assert fresh.exec("cat /root/state.txt").exit_code != 0
+    finally:
+        client.images.remove(image_id, force=True)
+
+
+def test_missing_image_is_a_clear_error():
+    with pytest.raises(SandboxError, match="worldtrace sandboxes build"):
+        DockerSandbox("worldtrace/nope:0").start()
+
+
+def test_only_loopback_or_host_networks_are_allowed():
+    with pytest.raises(ValueError, match="network"):
+        DockerSandbox("x", network="bridge")
+
+
+HOLDER = """
+import sys, time
+from sandboxes.docker import DockerSandbox, exit_cleanly_on_sigterm
+exit_cleanly_on_sigterm()
+sandbox = DockerSandbox(sys.argv[1]).start()
+print(sandbox.container.id, flush=True)
+time.sleep(300)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_sandboxes_are_removed_on_ctrl_c_and_sigterm(terminal_image, sig):
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, terminal_image], stdout=subprocess.PIPE, text=True
+    )
+    container_id = process.stdout.readline().strip()
+    client = docker.from_env()
+    assert client.containers.get(container_id).labels[OWNER_PID_LABEL] == str(process.pid)
+    process.send_signal(sig)
+    process.wait(timeout=30)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            client.containers.get(container_id)
+        except docker.errors.NotFound:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail("the sandbox outlived its process")
+    assert not client.containers.list(
+        all=True, filters={"label": [LABEL, f"{OWNER_PID_LABEL}={process.pid}"]}
+    )
