@@ -69,13 +69,13 @@ def test_echo_shows_output_then_a_fresh_prompt(terminal) -> None:
     env, _ = terminal
     outcome = step(env, command("echo hello"))
     obs = outcome.observation
-    assert screen_lines(obs) == [HOME_PROMPT, f"{HOME_PROMPT} echo hello", "hello", HOME_PROMPT]
+    assert screen_lines(obs) == [f"{HOME_PROMPT} echo hello", "hello", HOME_PROMPT]
     assert obs["prompt"] is True
     assert obs["exit_code"] == 0
     assert obs["timed_out"] is False
     assert obs["foreground"] is None
     # The cursor waits after "root@sandbox:~# " on the last line.
-    assert obs["cursor"] == [len(HOME_PROMPT) + 1, 3]
+    assert obs["cursor"] == [len(HOME_PROMPT) + 1, 2]
     assert outcome.error is None
     assert outcome.terminated is False
     assert outcome.latency_s < 5
@@ -151,7 +151,7 @@ def test_vim_edit_and_save(terminal) -> None:
     assert lines[0] == ""
     # The 38 rows between the first line and the status line are vim's empty-line markers.
     assert lines[1:39] == ["~"] * 38
-    assert lines[39].startswith('"notes.txt" [New]')
+    assert lines[39].startswith('"~/notes.txt" [New]')
 
     obs = step(env, keys("i", "hello from vim", "Escape")).observation
     lines = screen_lines(obs)
@@ -167,7 +167,7 @@ def test_vim_edit_and_save(terminal) -> None:
     assert obs["exit_code"] == 0
     assert obs["foreground"] is None
     # vim used the alternate screen: the shell's screen is back as it was.
-    assert screen_lines(obs) == [HOME_PROMPT, f"{HOME_PROMPT} vim /root/notes.txt", HOME_PROMPT]
+    assert screen_lines(obs) == [f"{HOME_PROMPT} vim /root/notes.txt", HOME_PROMPT]
 
     obs = step(env, command("cat /root/notes.txt")).observation
     assert screen_lines(obs)[-2:] == ["hello from vim", HOME_PROMPT]
@@ -245,25 +245,34 @@ def test_scrollback_holds_scrolled_off_lines_once(terminal) -> None:
     assert scrollback_lines(obs) == ["64"]
 
 
-def test_long_input_is_typed_in_chunks(terminal) -> None:
-    env, _ = terminal
-    # 25 KB is over tmux's 16 KB message limit: the driver must split it.
-    outcome = step(env, keys("echo " + "x" * 25000 + " | wc -c", "Enter"), timeout_s=30)
-    obs = outcome.observation
-    assert obs["prompt"] is True
-    assert obs["exit_code"] == 0
-    assert screen_lines(obs)[-2:] == ["25001", HOME_PROMPT]
-    # The command line was echoed whole: nothing lost or doubled at chunk boundaries.
-    echoed = "".join(scrollback_lines(obs) + screen_lines(obs))
-    assert echoed.count("x") == 25000
+def test_long_input_is_typed_in_chunks(terminal_image: str) -> None:
+    # While bash digests a long line it draws nothing and the driver does not see its CPU
+    # use, so a loaded host can end the step as "quiet" too early (see the xfail below);
+    # a longer quiet period keeps this test about chunking. The step still ends on the prompt.
+    env = TerminalEnvironment(TerminalConfig(image=terminal_image, quiet_s=5.0))
+    try:
+        env.reset(seed=0, task=None)
+        # 25 KB is over tmux's 16 KB message limit: the driver must split it.
+        line = "echo " + "x" * 25000 + " | wc -c"
+        outcome = step(env, keys(line, "Enter"), timeout_s=30)
+        obs = outcome.observation
+        assert obs["prompt"] is True
+        assert obs["exit_code"] == 0
+        assert screen_lines(obs)[-2:] == ["25001", HOME_PROMPT]
+        # The command line was echoed whole, wrapped at 160 columns: nothing lost or doubled
+        # at chunk boundaries.
+        echoed = "".join(scrollback_lines(obs) + screen_lines(obs)[:-2])
+        assert echoed == f"{HOME_PROMPT} {line}"
 
-    # A chunk that ends in ';' must still be typed literally (tmux treats a trailing ';' as a
-    # command separator): the first 4096-character piece below ends with one.
-    text = "x;" * 6000
-    outcome = step(env, keys(f"printf %s '{text}' | wc -c", "Enter"), timeout_s=30)
-    obs = outcome.observation
-    assert obs["exit_code"] == 0
-    assert screen_lines(obs)[-2:] == ["12000", HOME_PROMPT]
+        # A chunk that ends in ';' must still be typed literally (tmux takes a trailing ';'
+        # as a command separator): the first 4096-character piece below ends with one.
+        text = "x;" * 6000
+        outcome = step(env, keys(f"printf %s '{text}' | wc -c", "Enter"), timeout_s=30)
+        obs = outcome.observation
+        assert obs["exit_code"] == 0
+        assert screen_lines(obs)[-2:] == ["12000", HOME_PROMPT]
+    finally:
+        env.close()
 
 
 def test_step_past_its_timeout_is_cut_and_recoverable(terminal) -> None:

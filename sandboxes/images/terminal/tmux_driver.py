@@ -204,6 +204,12 @@ def observe(shell_pid, prompt, timed_out, timings):
 
 def wait_for_completion(shell_pid, before, timeout, quiet, min_wait):
     """Wait for a new prompt, a quiet screen with an idle foreground, or the timeout."""
+    before_key = (before or (None,) * 4)[1:3]
+
+    def prompt_returned():
+        state = read_state()
+        return state is not None and state[1:3] != before_key
+
     started = time.monotonic()
     waiter = subprocess.Popen(["tmux", "wait-for", CHANNEL])
     last_screen, last_change, last_cpu = None, started, None
@@ -211,14 +217,17 @@ def wait_for_completion(shell_pid, before, timeout, quiet, min_wait):
         while True:
             try:
                 waiter.wait(timeout=POLL_S)
-                state = read_state()
-                if state is not None and state[1:3] != (before or (None,) * 4)[1:3]:
+                if prompt_returned():
                     return True, False
                 # A signal left over from an earlier prompt: listen again.
                 waiter = subprocess.Popen(["tmux", "wait-for", CHANNEL])
                 continue
             except subprocess.TimeoutExpired:
                 pass
+            # The signal is the fast path; the state file is the truth. A listener killed at
+            # the end of an earlier step can swallow a signal, so look at the file as well.
+            if prompt_returned():
+                return True, False
             now = time.monotonic()
             if now - started >= timeout:
                 return False, True
