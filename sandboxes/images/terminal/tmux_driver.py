@@ -30,6 +30,8 @@ CHUNK = 4096
 POLL_S = 0.03
 ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
+# Same rule as collectors/terminal/actions.py (this file runs in the container and cannot
+# import the package); tests/test_terminal_actions.py keeps the two in step.
 NAMED_KEYS = {
     "Enter",
     "Escape",

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from collectors.terminal import TerminalConfig, TerminalEnvironment, actions
+from collectors.terminal.actions import command, is_key_name, keys, render_keys, wait
+from collectors.terminal.screen import plain_screen
+from tests.conftest import REPO
+
+
+def load_driver():
+    spec = importlib.util.spec_from_file_location(
+        "tmux_driver", REPO / "sandboxes" / "images" / "terminal" / "tmux_driver.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("item", ["Enter", "C-c", "C-d", "Escape", "M-x", "F5", "S-Up", "C-M-a"])
+def test_key_names(item):
+    assert is_key_name(item)
+
+
+@pytest.mark.parametrize("item", ["ls", "echo Enter", "C-", "Enterprise", "C-cat", "q!"])
+def test_literal_text(item):
+    assert not is_key_name(item)
+
+
+def test_the_driver_in_the_image_classifies_keys_like_the_package():
+    driver = load_driver()
+    assert set(actions.NAMED_KEYS) == driver.NAMED_KEYS
+    samples = ["Enter", "C-c", "M-x", "F12", "ls -la", "C-cat", "x", "S-Tab", ";", "Escape"]
+    assert [driver.is_key_name(s) for s in samples] == [is_key_name(s) for s in samples]
+
+
+def test_canonical_text():
+    assert command("echo hello").text == "echo hello<Enter>"
+    assert render_keys(["i", "todo", "Escape", ":wq", "Enter"]) == "itodo<Escape>:wq<Enter>"
+    assert keys("C-c").text == "<C-c>"
+    assert wait(5).text == "<wait 5s>"
+    with pytest.raises(ValueError):
+        keys()
+    with pytest.raises(ValueError):
+        wait(0)
+
+
+@pytest.mark.docker
+def test_text_ending_in_a_semicolon_is_typed_literally(terminal_image):
+    # tmux ends a command at an argument ending in ';' unless it is escaped.
+    env = TerminalEnvironment(TerminalConfig(image=terminal_image))
+    try:
+        env.reset(0, None)
+        outcome = env.step(command("echo semi;"), 10)
+        assert plain_screen(outcome.observation["screen"]).splitlines()[-2:] == [
+            "semi",
+            "root@sandbox:~#",
+        ]
+        outcome = env.step(keys("echo a\\;", "Enter"), 10)
+        assert plain_screen(outcome.observation["screen"]).splitlines()[-2] == "a;"
+    finally:
+        env.close()
