@@ -23,6 +23,7 @@ class TerminalNormalizer(DomainNormalizer):
             "cwd": raw.get("cwd"),
             "exit_code": raw.get("exit_code"),
             "prompt": raw.get("prompt"),
+            "completed": raw.get("completed", raw.get("prompt")),
             "foreground": raw.get("foreground"),
             "cursor": raw.get("cursor"),
             "timed_out": raw.get("timed_out", False),

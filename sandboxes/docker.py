@@ -12,6 +12,7 @@ import atexit
 import contextlib
 import io
 import os
+import select
 import shlex
 import signal
 import socket
@@ -26,7 +27,6 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 from docker.types import Mount
-from docker.utils.socket import next_frame_header, read_exactly
 from pydantic import BaseModel, ConfigDict, Field
 
 LABEL = "worldtrace.sandbox"
@@ -115,23 +115,32 @@ class ExecStream:
         """Return the next stdout line; stderr is discarded. Raises on timeout or EOF."""
         deadline = time.monotonic() + timeout
         while b"\n" not in self._pending:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"no reply within {timeout:.1f}s")
-            self._sock.settimeout(remaining)
-            try:
-                stream, size = next_frame_header(self._sock)
-                if size <= 0:
-                    raise SandboxDied(self._why_closed())
-                payload = read_exactly(self._sock, size)
-            except TimeoutError:
-                raise TimeoutError(f"no reply within {timeout:.1f}s") from None
-            except (OSError, docker.errors.DockerException) as error:
-                raise SandboxDied(f"{self._why_closed()} ({error})") from None
+            header = self._recv_exactly(8, deadline, timeout)
+            stream, size = header[0], int.from_bytes(header[4:8], "big")
+            payload = self._recv_exactly(size, deadline, timeout)
             if stream == 1:
                 self._pending += payload
         line, self._pending = self._pending.split(b"\n", 1)
         return line.decode("utf-8", errors="replace")
+
+    def _recv_exactly(self, size: int, deadline: float, timeout: float) -> bytes:
+        # docker's own frame reader polls with no timeout; wait on the socket ourselves.
+        data = b""
+        while len(data) < size:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no reply within {timeout:.1f}s")
+            ready, _, _ = select.select([self._sock], [], [], remaining)
+            if not ready:
+                continue
+            try:
+                chunk = self._sock.recv(size - len(data))
+            except OSError as error:
+                raise SandboxDied(f"{self._why_closed()} ({error})") from None
+            if not chunk:
+                raise SandboxDied(self._why_closed())
+            data += chunk
+        return data
 
     def _why_closed(self) -> str:
         try:
@@ -379,7 +388,9 @@ def gc(everything: bool = False, client: docker.DockerClient | None = None) -> l
     client = client or docker_client()
     removed = []
     for container in client.containers.list(all=True, filters={"label": LABEL}):
-        if everything or container.status != "running" or not owner_alive(container.labels):
+        # A live owner's container may be "created" for a moment while it starts: spare it.
+        finished = container.status in ("exited", "dead")
+        if everything or finished or not owner_alive(container.labels):
             try:
                 container.remove(force=True)
                 removed.append(container.id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import threading
 import time
 from typing import Any
@@ -207,8 +208,9 @@ def _invalid_action(action: Action) -> str | None:
         return None
     if action.name == "wait":
         seconds = action.arguments.get("seconds")
-        if not isinstance(seconds, int | float) or seconds <= 0:
-            return "wait needs a positive number of seconds"
+        valid = isinstance(seconds, int | float) and not isinstance(seconds, bool)
+        if not valid or not math.isfinite(seconds) or seconds <= 0:
+            return "wait needs a positive, finite number of seconds"
         return None
     return f"unknown terminal action {action.name!r} (expected 'keys' or 'wait')"
 
@@ -218,7 +220,7 @@ def _action_error(action: Action, observation: RawObservation) -> str | None:
     if observation.get("timed_out"):
         running = observation.get("foreground") or "a program"
         return f"timed out: no prompt and {running} still busy"
-    if observation.get("prompt") and observation.get("exit_code") not in (None, 0):
+    if observation.get("completed") and observation.get("exit_code") not in (None, 0):
         return f"exit status {observation['exit_code']}"
     return None
 

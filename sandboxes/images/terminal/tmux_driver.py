@@ -7,8 +7,9 @@ Requests (stdin) and replies (stdout), one JSON object per line:
   {"op": "start", "width": 160, "height": 40, "cwd": "/root"}  -> observation
   {"op": "step", "keys": [...], "timeout": 30, "quiet": 0.5, "min_wait": 0} -> observation
   {"op": "observe"} -> observation
-Observation: screen and new scrollback (with ANSI escapes), cursor, whether the prompt came
-back, exit code and cwd from the prompt hook, the foreground program, and phase timings.
+Observation: screen and new scrollback (with ANSI escapes), cursor, whether the shell is at
+its prompt and whether a command completed during the step, the last exit status and the cwd
+from the prompt hook, the foreground program, and phase timings.
 Completion is the prompt hook's ``tmux wait-for`` signal; programs that never give the prompt
 back (vim, less, a REPL, a command reading stdin) end the step after ``quiet`` seconds with no
 screen change and no CPU use by the foreground process.
@@ -17,6 +18,7 @@ screen change and no CPU use by the foreground process.
 import json
 import os
 import re
+import select
 import subprocess
 import sys
 import time
@@ -76,23 +78,34 @@ def _literal_arg(text):
     return text[:-1] + "\\;" if text.endswith(";") else text
 
 
+def _chunks(text):
+    """Split text into pieces of at most CHUNK bytes of UTF-8, never inside a character."""
+    pieces, piece, size = [], [], 0
+    for char in text:
+        width = len(char.encode())
+        if size + width > CHUNK:
+            pieces.append("".join(piece))
+            piece, size = [], 0
+        piece.append(char)
+        size += width
+    pieces.append("".join(piece))
+    return pieces
+
+
 def send_keys(keys):
     """Send keys in as few tmux invocations as the message size limit allows."""
     batch, size = [], 0
     for item in keys:
-        pieces = (
-            [item]
-            if is_key_name(item)
-            else [item[i : i + CHUNK] for i in range(0, len(item), CHUNK)]
-        )
-        for piece in pieces:
+        key = is_key_name(item)
+        for piece in [item] if key else _chunks(item):
             command = ["send-keys", "-t", SESSION]
-            command += ["--", piece] if is_key_name(item) else ["-l", "--", _literal_arg(piece)]
-            if batch and size + len(piece.encode()) > CHUNK:
+            command += ["--", piece] if key else ["-l", "--", _literal_arg(piece)]
+            width = len(piece.encode())
+            if batch and size + width > CHUNK:
                 tmux(*batch)
                 batch, size = [], 0
             batch += ([";"] if batch else []) + command
-            size += len(piece.encode())
+            size += width
     if batch:
         tmux(*batch)
 
@@ -116,16 +129,23 @@ def _proc_stat(pid):
 
 
 def foreground(shell_pid):
-    """Return (name, cpu_ticks) of the pane's foreground process group, None if the shell."""
+    """Return (name, cpu_ticks, is_shell) of the pane's foreground process group, or None."""
     try:
         _, fields = _proc_stat(shell_pid)
         tpgid = int(fields[5])
         if tpgid <= 0 or tpgid == int(fields[2]):
-            return None
+            # The shell itself: it may still be busy reading a long line typed ahead.
+            return "bash", int(fields[11]) + int(fields[12]), True
         name, fg_fields = _proc_stat(tpgid)
-        return name, int(fg_fields[11]) + int(fg_fields[12])
+        return name, int(fg_fields[11]) + int(fg_fields[12]), False
     except (OSError, ValueError, IndexError):
         return None
+
+
+def program_name(shell_pid):
+    """Return the name of the program in the foreground, or None when it is the shell."""
+    fg = foreground(shell_pid)
+    return fg[0] if fg and not fg[2] else None
 
 
 def pane_pid():
@@ -133,79 +153,89 @@ def pane_pid():
     return int(tmux("display-message", "-p", "-t", SESSION, "#{pane_pid}").strip())
 
 
+CAPTURE = (
+    "display-message", "-p", "-t", SESSION,
+    "#{history_size} #{cursor_x} #{cursor_y} #{pane_dead}",
+    ";", "capture-pane", "-p", "-e", "-t", SESSION, "-S", "-", "-E", "-1",
+    ";", "display-message", "-p", "-t", SESSION, SPLIT,
+    ";", "capture-pane", "-p", "-e", "-t", SESSION,
+    # In the same batch: the server runs it without reading the pane in between, so no line
+    # can scroll into the history after it was read and before it was cleared.
+    ";", "clear-history", "-t", SESSION,
+)  # fmt: skip
+
+
 def capture(wait_for_prompt_line):
-    """Capture screen, new scrollback and cursor, then clear the scrollback already read."""
+    """Capture screen, new scrollback and cursor, and clear the scrollback read."""
+    histories = []
     for _ in range(50):
-        out = tmux(
-            "display-message",
-            "-p",
-            "-t",
-            SESSION,
-            "#{history_size} #{cursor_x} #{cursor_y} #{pane_dead}",
-            ";",
-            "capture-pane",
-            "-p",
-            "-e",
-            "-t",
-            SESSION,
-            "-S",
-            "-",
-            "-E",
-            "-1",
-            ";",
-            "display-message",
-            "-p",
-            "-t",
-            SESSION,
-            SPLIT,
-            ";",
-            "capture-pane",
-            "-p",
-            "-e",
-            "-t",
-            SESSION,
-        )
-        head, rest = out.split("\n", 1)
+        head, rest = tmux(*CAPTURE).split("\n", 1)
         history, screen = rest.split(SPLIT + "\n", 1)
         history_size, cursor_x, cursor_y, dead = (int(v or 0) for v in head.split())
+        if history_size:
+            histories.append(history)
         lines = screen.split("\n")
         cursor_line = ANSI.sub("", lines[cursor_y]) if cursor_y < len(lines) else ""
-        # The hook signals just before bash draws PS1; wait the few ms until it is drawn.
         # capture-pane trims trailing blanks, so pad the line back out to the cursor.
-        drawn = cursor_line.ljust(cursor_x)[:cursor_x].endswith(("$ ", "# "))
-        if not wait_for_prompt_line or drawn or dead:
+        at_prompt = cursor_line.ljust(cursor_x)[:cursor_x].endswith(("$ ", "# "))
+        # The hook signals just before bash draws PS1; wait the few ms until it is drawn.
+        if not wait_for_prompt_line or at_prompt or dead:
             break
         time.sleep(0.002)
-    if history_size:
-        tmux("clear-history", "-t", SESSION)
     return {
         "screen": screen,
-        "scrollback": history if history_size else "",
+        "scrollback": "".join(histories),
         "cursor": [cursor_x, cursor_y],
         "exited": bool(dead),
+        "at_prompt": at_prompt and not dead,
     }
 
 
-def observe(shell_pid, prompt, timed_out, timings):
-    """Build the observation reply."""
+def observe(shell_pid, returned, timed_out, timings):
+    """Build the observation reply; ``returned`` says the prompt came back in this step."""
     started = time.monotonic()
     state = read_state()
-    reply = capture(wait_for_prompt_line=prompt)
-    fg = foreground(shell_pid)
+    reply = capture(wait_for_prompt_line=returned)
+    program = program_name(shell_pid)
+    at_prompt = reply.pop("at_prompt")
+    prompt = returned or (at_prompt and program is None)
     reply.update(
+        # At the prompt: it came back during the step, or the shell sits idle at it.
         prompt=prompt,
+        # A command finished during this step (its exit status is news, not history).
+        completed=returned,
         timed_out=timed_out,
         exit_code=state[0] if state and prompt else None,
         cwd=state[3] if state else None,
-        foreground=fg[0] if fg else None,
+        foreground=program,
     )
     timings["capture_s"] = round(time.monotonic() - started, 6)
     reply["timings"] = timings
     return reply
 
 
+def _exits_within(process, timeout):
+    """Return True if ``process`` ends within ``timeout`` seconds; wakes the moment it does."""
+    # Popen.wait(timeout) polls with growing sleeps, adding milliseconds to every step;
+    # a pidfd becomes readable exactly when the process exits.
+    pidfd = os.pidfd_open(process.pid)
+    try:
+        ready, _, _ = select.select([pidfd], [], [], timeout)
+    finally:
+        os.close(pidfd)
+    if ready:
+        process.wait()
+    return bool(ready)
+
+
 def wait_for_completion(shell_pid, before, timeout, quiet, min_wait):
-    """Wait for a new prompt, a quiet screen with an idle foreground, or the timeout."""
+    """Wait for a new prompt, or a quiet screen with an idle foreground, or the timeout.
+
+    Returns (prompt_returned, timed_out). Quiet means no screen change and no CPU used by the
+    foreground process (the shell included: it may be reading a long line) for ``quiet``
+    seconds; ``min_wait`` keeps a ``wait`` action from ending early. At the timeout, a step
+    counts as timed out only if something was still changing.
+    """
     before_key = (before or (None,) * 4)[1:3]
 
     def prompt_returned():
@@ -217,28 +247,26 @@ def wait_for_completion(shell_pid, before, timeout, quiet, min_wait):
     last_screen, last_change, last_cpu = None, started, None
     try:
         while True:
-            try:
-                waiter.wait(timeout=POLL_S)
+            if _exits_within(waiter, POLL_S):
                 if prompt_returned():
                     return True, False
                 # A signal left over from an earlier prompt: listen again.
                 waiter = subprocess.Popen(["tmux", "wait-for", CHANNEL])
                 continue
-            except subprocess.TimeoutExpired:
-                pass
             # The signal is the fast path; the state file is the truth. A listener killed at
             # the end of an earlier step can swallow a signal, so look at the file as well.
             if prompt_returned():
                 return True, False
             now = time.monotonic()
-            if now - started >= timeout:
-                return False, True
             screen = tmux("capture-pane", "-p", "-t", SESSION)
             fg = foreground(shell_pid)
             cpu = fg[1] if fg else None
             if screen != last_screen or cpu != last_cpu:
                 last_screen, last_change, last_cpu = screen, now, cpu
-            elif now - last_change >= quiet and now - started >= min_wait:
+            quiet_for = now - last_change
+            if now - started >= timeout:
+                return False, quiet_for < quiet
+            if quiet_for >= quiet and now - started >= min_wait:
                 return False, False
     finally:
         if waiter.poll() is None:
@@ -286,7 +314,7 @@ def handle(request, session):
         }
         return observe(session["shell_pid"], prompt, timed_out, timings)
     if op == "observe":
-        return observe(session["shell_pid"], False, False, {})
+        return observe(session["shell_pid"], returned=False, timed_out=False, timings={})
     raise ValueError(f"unknown op {op!r}")
 
 
