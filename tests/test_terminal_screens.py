@@ -16,7 +16,7 @@ from collectors.base import RawObservation, StepOutcome
 from collectors.terminal.actions import command, keys, wait
 from collectors.terminal.environment import TerminalConfig, TerminalEnvironment
 from collectors.terminal.screen import plain_screen
-from sandboxes.docker import Limits, SandboxError
+from sandboxes.docker import Limits
 from schemas import Action
 
 pytestmark = pytest.mark.docker
