@@ -6,18 +6,22 @@ It measures:
 
 1. Per-step overhead. *Ours* is the real episode loop: ``run_episode`` with a policy that plays
    a fixed list of quick shell commands, a ``TerminalEnvironment`` (container + in-container
-   tmux driver over one exec stream) and a real ``RunRecorder`` (every step fsynced). The
-   *baseline* is a bash loop run by one ``docker exec`` in a fresh container of the same image
-   and limits, with the tmux session started exactly as the driver starts it (same name, size,
-   cwd, ``/etc/tmux.conf`` and prompt hook); per command it runs ``tmux send-keys -l`` +
-   ``Enter``, ``tmux wait-for wt-prompt`` (the hook's signal) and ``tmux capture-pane -p``, and
-   times itself from inside with ``$EPOCHREALTIME`` so ``docker exec`` start-up is excluded.
-   The two run alternately for several rounds, never at the same time; we report medians.
+   tmux driver over one exec stream) and a real ``RunRecorder`` (every step fsynced), timed
+   from one ``policy.act`` to the next. The *baseline* runs in its own fresh container of the
+   same image and limits: bash starts the tmux session exactly as the driver does (same name,
+   size, cwd, ``/etc/tmux.conf`` and prompt hook), then a bash loop runs per command
+   ``tmux send-keys -l`` + ``Enter``, ``tmux wait-for wt-prompt`` (the hook's signal) and
+   ``tmux capture-pane -p``, timing itself with ``$EPOCHREALTIME`` so that ``docker exec``
+   start-up is not counted. The two never run at the same time. They alternate in chunks of
+   ``--chunk`` commands (default 10, one pass over the command list) inside each round, so
+   that load from anything else on the machine hits both alike; ``--chunk 0`` alternates
+   whole runs instead. Odd rounds run the baseline's chunk before ours, even rounds after.
 2. Throughput with 1, 2 and 4 environments stepping in parallel threads (each with its own
-   container, driver and recorder), all released together by a barrier after their resets.
-3. The driver's phase timings (send, wait, capture) and where the host spends the rest: the
-   ``env.step`` round trip beyond the driver's timed work, and the loop's own cost (recording
-   with fsync, policy, history) beyond ``env.step``.
+   container, driver and recorder), released together by a barrier once all have reset; with
+   the CPU each step costs in the containers, in this process and in the Docker daemons.
+3. The driver's phase timings (send, wait, capture) next to the baseline's, and where the
+   host spends the rest: the ``env.step`` round trip beyond the driver's timed work, and the
+   loop's own cost (recording with fsync, policy, history) beyond ``env.step``.
 
 Numbers are printed and written to ``benchmarks/results/terminal.json``.
 """
@@ -34,7 +38,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,6 +56,8 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 RESULTS_FILE = RESULTS_DIR / "terminal.json"
 TARGET_RATIO = 1.15
 TARGET_SPEEDUP_4 = 1.7
+WORKERS = (1, 2, 4)
+LABELS = {"worldtrace.domain": "terminal", "worldtrace.benchmark": "terminal"}
 
 # Quick, realistic shell commands; every one exits 0 and gives the prompt back.
 COMMANDS: tuple[str, ...] = (
@@ -67,22 +73,27 @@ COMMANDS: tuple[str, ...] = (
     "date",
 )
 
-# Must match tmux_driver.py: SESSION, CHANNEL and the new-session arguments of the "start" op.
+# Must match tmux_driver.py: SESSION, CHANNEL and the new-session arguments of its "start" op.
 SESSION = "wt"
 CHANNEL = "wt-prompt"
 
-BASELINE_SCRIPT = r"""
+BASELINE_SETUP = r"""
+set -eu
+# The session exactly as tmux_driver.py starts it for {"op": "start", "cwd": "/root"}.
+tmux new-session -d -s __SESSION__ -x __WIDTH__ -y __HEIGHT__ -c /root bash
+tmux wait-for __CHANNEL__   # the first prompt's signal: the hook is active
+echo ready
+"""
+
+BASELINE_LOOP = r"""
 set -u
-steps=$1
+first=$1 count=$2
 cmds=(__COMMANDS__)
 n=${#cmds[@]}
-# The session exactly as tmux_driver.py starts it: {"op": "start", "width": W, "height": H}.
-tmux new-session -d -s __SESSION__ -x __WIDTH__ -y __HEIGHT__ -c /root bash
-tmux wait-for __CHANNEL__   # the first prompt's signal
 starts=() sent=() woken=() ends=()
 out=""
 t0=$EPOCHREALTIME
-for ((i = 0; i < steps; i++)); do
+for ((i = first; i < first + count; i++)); do
   starts+=("$EPOCHREALTIME")
   tmux send-keys -t __SESSION__ -l -- "${cmds[i % n]}" \; send-keys -t __SESSION__ Enter
   sent+=("$EPOCHREALTIME")
@@ -92,13 +103,10 @@ for ((i = 0; i < steps; i++)); do
   ends+=("$EPOCHREALTIME")
 done
 t1=$EPOCHREALTIME
-echo "total $t0 $t1"
-for ((i = 0; i < steps; i++)); do
+echo "total $t0 $t1 ${#out}"
+for ((i = 0; i < count; i++)); do
   echo "step ${starts[i]} ${sent[i]} ${woken[i]} ${ends[i]}"
 done
-echo "state $(cut -f3 /run/.wt-state)"
-echo "screen ${#out}"
-tmux kill-server
 """
 
 
@@ -120,8 +128,89 @@ def loadavg() -> list[float]:
         return []
 
 
+def container_cpu_s(container_id: str) -> float | None:
+    """CPU seconds used so far by a container's cgroup (v1 cpuacct or v2), None if unknown."""
+    v1 = Path("/sys/fs/cgroup/cpuacct/docker", container_id, "cpuacct.usage")
+    v2 = Path("/sys/fs/cgroup/system.slice", f"docker-{container_id}.scope", "cpu.stat")
+    try:
+        if v1.exists():
+            return int(v1.read_text()) / 1e9
+        for line in v2.read_text().splitlines():
+            if line.startswith("usage_usec "):
+                return int(line.split()[1]) / 1e6
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def container_throttled_s(container_id: str) -> float | None:
+    """Time the container's CPU quota held it back so far (cgroup v1 cpu.stat), or None."""
+    try:
+        text = Path("/sys/fs/cgroup/cpu/docker", container_id, "cpu.stat").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("throttled_time "):
+            return int(line.split()[1]) / 1e9
+    return None
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+_DAEMONS = {"dockerd", "containerd", "containerd-shim", "containerd-shim-runc-v2"}
+
+
+def daemons_cpu_s() -> dict[int, float]:
+    """CPU seconds used so far by each of the Docker engine's processes visible here."""
+    usage = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        name = raw[raw.index("(") + 1 : raw.rindex(")")]
+        if name in _DAEMONS or name.startswith("containerd-shim"):
+            fields = raw[raw.rindex(")") + 2 :].split()
+            usage[int(entry.name)] = (int(fields[11]) + int(fields[12])) / _TICK
+    return usage
+
+
+def daemons_delta_s(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU the daemons used between two samples (shims that came and went are missed)."""
+    return sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items())
+
+
+def machine_cpu() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far, from /proc/stat."""
+    with open("/proc/stat") as handle:
+        fields = [int(v) for v in handle.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    total = sum(fields[:8])
+    return (total - idle) / _TICK, total / _TICK
+
+
+def cpu_counters() -> dict[str, Any]:
+    busy, total = machine_cpu()
+    return {
+        "clock": time.monotonic(),
+        "process": time.process_time(),
+        "daemons": daemons_cpu_s(),
+        "machine_busy": busy,
+        "machine_total": total,
+    }
+
+
+# --------------------------------------------------------------------------- ours
+
+
 class CommandLoopPolicy(Policy):
-    """Plays ``steps`` commands from a fixed list, in a loop; notes when each act() happens."""
+    """Plays ``steps`` commands from a fixed list, in a loop, and notes when act() runs.
+
+    ``interlude(first, count)`` runs the baseline's share between two of our steps; the time
+    it takes is excluded from ours. ``probe()`` is sampled after the start barrier and at the
+    end, for CPU accounting.
+    """
 
     kind = "script"
     name = "benchmark-command-loop"
@@ -131,23 +220,43 @@ class CommandLoopPolicy(Policy):
         commands: Sequence[str],
         steps: int,
         barrier: threading.Barrier | None = None,
+        interlude: Callable[[int, int], None] | None = None,
+        chunk: int = 0,
+        baseline_first: bool = True,
+        probe: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self._actions = [command(line) for line in commands]
         self._steps = steps
         self._barrier = barrier
-        self.clock: list[float] = []
+        self._interlude = interlude
+        self._chunk = chunk or steps
+        self._baseline_first = baseline_first
+        self._probe = probe
+        self.entered: list[float] = []
+        self.left: list[float] = []
+        self.probes: list[dict[str, Any]] = []
 
     def act(self, observation: RawObservation, history: Sequence[HistoryItem]) -> Action | None:
-        if not history and self._barrier is not None:
-            self._barrier.wait(timeout=300)
-        self.clock.append(time.monotonic())
-        if len(history) >= self._steps:
+        step = len(history)
+        if step == 0 and self._barrier is not None:
+            self._barrier.wait(timeout=600)
+        self.entered.append(time.monotonic())
+        if self._probe is not None and step in (0, self._steps):
+            self.probes.append(self._probe())
+        if self._interlude is not None:
+            if self._baseline_first and step % self._chunk == 0 and step < self._steps:
+                self._interlude(step, min(self._chunk, self._steps - step))
+            elif (
+                not self._baseline_first
+                and step
+                and (step % self._chunk == 0 or step == self._steps)
+            ):
+                first = (step - 1) // self._chunk * self._chunk
+                self._interlude(first, step - first)
+        self.left.append(time.monotonic())
+        if step >= self._steps:
             return None
-        return self._actions[len(history) % len(self._actions)]
-
-
-def _config_for(name: str) -> dict[str, Any]:
-    return {"benchmark": "terminal", "run": name}
+        return self._actions[step % len(self._actions)]
 
 
 def run_ours(
@@ -156,12 +265,33 @@ def run_ours(
     work_dir: Path,
     name: str,
     barrier: threading.Barrier | None = None,
+    interlude: Callable[[int, int], None] | None = None,
+    chunk: int = 0,
+    baseline_first: bool = True,
+    with_cpu: bool = False,
 ) -> dict[str, Any]:
     """Play ``steps`` commands through run_episode with a real recorder; return the timings."""
-    recorder = RunRecorder(work_dir / name, _config_for(name))
+    recorder = RunRecorder(work_dir / name, {"benchmark": "terminal", "run": name})
     writer = recorder.begin("episode-0")
-    policy = CommandLoopPolicy(COMMANDS, steps, barrier)
-    env = TerminalEnvironment(config, labels={"worldtrace.benchmark": "terminal"})
+    env = TerminalEnvironment(config, labels=LABELS)
+
+    def probe() -> dict[str, Any]:
+        container_id = env.sandbox.container.id
+        return {
+            **cpu_counters(),
+            "container": container_cpu_s(container_id),
+            "throttled": container_throttled_s(container_id),
+        }
+
+    policy = CommandLoopPolicy(
+        COMMANDS,
+        steps,
+        barrier=barrier,
+        interlude=interlude,
+        chunk=chunk,
+        baseline_first=baseline_first,
+        probe=probe if with_cpu else None,
+    )
     try:
         result = run_episode(
             env,
@@ -171,28 +301,31 @@ def run_ours(
             EpisodeLimits(max_steps=steps + 1, step_timeout_s=30.0),
         )
     finally:
-        if barrier is not None and not policy.clock:
+        if barrier is not None and not policy.entered:
             barrier.abort()  # never reached the start line: do not keep the others waiting
         env.close()
     if result.status != "completed" or result.steps != steps or result.errors:
         raise RuntimeError(f"benchmark episode {name} went wrong: {result}")
     events = list(read_episode(recorder.episodes_dir / "episode-0.jsonl"))
+    image_id = events[0]["env"]["version"]
     step_events = [e for e in events if e["type"] == "step"]
     if len(step_events) != steps:
         raise RuntimeError(f"{name}: {len(step_events)} steps recorded, expected {steps}")
-    loop = [b - a for a, b in zip(policy.clock, policy.clock[1:], strict=False)]
-    latency = [e["latency_s"] for e in step_events]
-    timings = [e["observation"]["timings"] for e in step_events]
     for event in step_events:
         observation = event["observation"]
         if not observation.get("prompt") or observation.get("timed_out"):
             raise RuntimeError(f"{name}: step {event['step']} did not end at a prompt")
+    # Step i runs from the end of act() that chose it to the start of the next act().
+    loop = [nxt - left for left, nxt in zip(policy.left, policy.entered[1:], strict=False)]
+    latency = [e["latency_s"] for e in step_events]
+    timings = [e["observation"]["timings"] for e in step_events]
     driver = [t["send_s"] + t["wait_s"] + t["capture_s"] for t in timings]
     return {
         "steps": steps,
-        "start": policy.clock[0],
-        "end": policy.clock[-1],
-        "total_s": policy.clock[-1] - policy.clock[0],
+        "image_id": image_id,
+        "start": policy.entered[0],
+        "end": policy.entered[-1],
+        "total_s": sum(loop),
         "loop_s": loop,
         "latency_s": latency,
         "send_s": [t["send_s"] for t in timings],
@@ -201,10 +334,14 @@ def run_ours(
         "driver_s": driver,
         "transport_s": [lat - d for lat, d in zip(latency, driver, strict=True)],
         "record_s": [lp - lat for lp, lat in zip(loop, latency, strict=True)],
+        "probes": policy.probes,
     }
 
 
-def baseline_script(config: TerminalConfig) -> str:
+# --------------------------------------------------------------------------- baseline
+
+
+def _fill(script: str, config: TerminalConfig) -> str:
     replacements = {
         "__COMMANDS__": " ".join(shlex.quote(c) for c in COMMANDS),
         "__SESSION__": SESSION,
@@ -212,248 +349,406 @@ def baseline_script(config: TerminalConfig) -> str:
         "__WIDTH__": str(config.width),
         "__HEIGHT__": str(config.height),
     }
-    script = BASELINE_SCRIPT
     for key, value in replacements.items():
         script = script.replace(key, value)
     return script
 
 
-def run_baseline(config: TerminalConfig, steps: int) -> dict[str, Any]:
-    """Run the bare tmux loop in a fresh container of the same image and limits."""
-    sandbox = DockerSandbox(
-        config.image,
-        limits=config.limits,
-        network="none",
-        labels={"worldtrace.domain": "terminal", "worldtrace.benchmark": "terminal"},
-    )
-    try:
-        sandbox.start()
-        sandbox.put_file("/tmp/bare-tmux-loop.sh", baseline_script(config).encode(), 0o755)
-        result = sandbox.exec(
-            ["bash", "/tmp/bare-tmux-loop.sh", str(steps)],
-            timeout=60 + steps * 5,
+class BareTmux:
+    """The baseline: a fresh container of the same image and limits, tmux driven by bash."""
+
+    def __init__(self, config: TerminalConfig) -> None:
+        self.config = config
+        self.sandbox = DockerSandbox(
+            config.image, limits=config.limits, network="none", labels=LABELS
+        )
+        self.image_id = ""
+        self.steps = 0
+        self.total_s = 0.0
+        self.step_s: list[float] = []
+        self.send_s: list[float] = []
+        self.wait_s: list[float] = []
+        self.capture_s: list[float] = []
+
+    def start(self) -> BareTmux:
+        self.sandbox.start()
+        self.image_id = self.sandbox.image_id
+        self.sandbox.put_file("/tmp/bare-setup.sh", _fill(BASELINE_SETUP, self.config).encode())
+        self.sandbox.put_file("/tmp/bare-loop.sh", _fill(BASELINE_LOOP, self.config).encode())
+        result = self.sandbox.exec(["bash", "/tmp/bare-setup.sh"], timeout=30, workdir="/root")
+        if result.exit_code != 0 or result.text.strip() != "ready":
+            raise RuntimeError(f"baseline tmux setup failed: {result.stderr!r}")
+        return self
+
+    def run(self, first: int, count: int) -> None:
+        """Run commands ``first`` .. ``first + count - 1`` of the loop, timed inside."""
+        result = self.sandbox.exec(
+            ["bash", "/tmp/bare-loop.sh", str(first), str(count)],
+            timeout=60 + count * 5,
             workdir="/root",
         )
-    finally:
-        sandbox.close()
-    if result.exit_code != 0:
-        raise RuntimeError(
-            f"baseline loop exited {result.exit_code}: {result.stderr.decode(errors='replace')}"
-        )
-    per_step: list[float] = []
-    send: list[float] = []
-    wait: list[float] = []
-    capture: list[float] = []
-    total = seq = screen = None
-    for line in result.text.splitlines():
-        kind, *values = line.split()
-        if kind == "total":
-            total = float(values[1]) - float(values[0])
-        elif kind == "step":
-            start, sent, woken, end = (float(v) for v in values)
-            per_step.append(end - start)
-            send.append(sent - start)
-            wait.append(woken - sent)
-            capture.append(end - woken)
-        elif kind == "state":
-            seq = int(values[0])
-        elif kind == "screen":
-            screen = int(values[0])
-    # One hook signal for the first prompt plus one per command: the hook really ran.
-    if total is None or len(per_step) != steps or seq != steps + 1 or not screen:
-        raise RuntimeError(f"baseline loop output is not what was expected:\n{result.text}")
-    return {
-        "steps": steps,
-        "total_s": total,
-        "step_s": per_step,
-        "send_s": send,
-        "wait_s": wait,
-        "capture_s": capture,
-    }
+        if result.exit_code != 0:
+            raise RuntimeError(f"baseline loop exited {result.exit_code}: {result.stderr!r}")
+        lines = [line.split() for line in result.text.splitlines()]
+        kind, t0, t1, screen = lines[0]
+        steps = [[float(v) for v in values] for kind, *values in lines[1:] if kind == "step"]
+        if kind != "total" or len(steps) != count or int(screen) == 0:
+            raise RuntimeError(f"baseline loop output is not what was expected:\n{result.text}")
+        self.steps += count
+        self.total_s += float(t1) - float(t0)
+        for start, sent, woken, end in steps:
+            self.step_s.append(end - start)
+            self.send_s.append(sent - start)
+            self.wait_s.append(woken - sent)
+            self.capture_s.append(end - woken)
+
+    def finish(self) -> dict[str, Any]:
+        """Check that the hook fired once per command, and return the timings."""
+        state = self.sandbox.exec(["cut", "-f3", "/run/.wt-state"], timeout=10).text.strip()
+        # One signal for the first prompt plus one per command: the hook really ran each time.
+        if state != str(self.steps + 1):
+            raise RuntimeError(f"baseline: prompt hook count {state!r}, expected {self.steps + 1}")
+        return {
+            "steps": self.steps,
+            "image_id": self.image_id,
+            "total_s": self.total_s,
+            "step_s": self.step_s,
+            "send_s": self.send_s,
+            "wait_s": self.wait_s,
+            "capture_s": self.capture_s,
+        }
+
+    def close(self) -> None:
+        self.sandbox.close()
 
 
 # --------------------------------------------------------------------------- measurements
 
 
 def measure_overhead(
-    config: TerminalConfig, steps: int, rounds: int, work_dir: Path, log: Any
+    config: TerminalConfig,
+    steps: int,
+    rounds: int,
+    chunk: int,
+    work_dir: Path,
+    log: Callable[[str], None],
 ) -> dict[str, Any]:
     rows = []
-    ours_runs = []
+    ours_runs, base_runs = [], []
     for round_index in range(rounds):
-        # Alternate which goes first so that drift in machine load hits both alike.
-        order = ("baseline", "ours") if round_index % 2 == 0 else ("ours", "baseline")
-        row: dict[str, Any] = {"round": round_index, "loadavg": loadavg()}
-        for which in order:
-            if which == "baseline":
-                base = run_baseline(config, steps)
-                row["baseline_mean_ms"] = ms(base["total_s"] / steps)
-                row["baseline_median_ms"] = ms(median(base["step_s"]))
-            else:
-                ours = run_ours(config, steps, work_dir, f"overhead-{round_index}")
-                ours_runs.append(ours)
-                row["ours_mean_ms"] = ms(ours["total_s"] / steps)
-                row["ours_median_ms"] = ms(median(ours["loop_s"]))
-        row["ratio_mean"] = round(row["ours_mean_ms"] / row["baseline_mean_ms"], 3)
-        row["ratio_median"] = round(row["ours_median_ms"] / row["baseline_median_ms"], 3)
+        baseline_first = round_index % 2 == 0
+        row: dict[str, Any] = {
+            "round": round_index,
+            "baseline_first": baseline_first,
+            "loadavg": loadavg(),
+        }
+        bare = BareTmux(config)
+        try:
+            bare.start()
+            ours = run_ours(
+                config,
+                steps,
+                work_dir,
+                f"overhead-{round_index}",
+                interlude=bare.run,
+                chunk=chunk,
+                baseline_first=baseline_first,
+            )
+            base = bare.finish()
+        finally:
+            bare.close()
+        ours_runs.append(ours)
+        base_runs.append(base)
+        row["image_ids"] = sorted({ours["image_id"], base["image_id"]})
+        row["baseline_ms_per_step"] = ms(base["total_s"] / steps)
+        row["ours_ms_per_step"] = ms(ours["total_s"] / steps)
+        row["baseline_median_step_ms"] = ms(median(base["step_s"]))
+        row["ours_median_step_ms"] = ms(median(ours["loop_s"]))
+        row["ratio"] = round(row["ours_ms_per_step"] / row["baseline_ms_per_step"], 3)
+        row["ratio_of_median_steps"] = round(
+            row["ours_median_step_ms"] / row["baseline_median_step_ms"], 3
+        )
         rows.append(row)
         log(
-            f"  round {round_index + 1}/{rounds}: baseline {row['baseline_mean_ms']:.2f} ms/step, "
-            f"ours {row['ours_mean_ms']:.2f} ms/step, ratio {row['ratio_mean']:.3f}"
+            f"  round {round_index + 1}/{rounds}: baseline {row['baseline_ms_per_step']:.2f} "
+            f"ms/step, ours {row['ours_ms_per_step']:.2f} ms/step, ratio {row['ratio']:.3f}"
         )
-    base_mean = median([r["baseline_mean_ms"] for r in rows])
-    ours_mean = median([r["ours_mean_ms"] for r in rows])
-    base_median = median([r["baseline_median_ms"] for r in rows])
-    ours_median = median([r["ours_median_ms"] for r in rows])
+    base_mean = median([r["baseline_ms_per_step"] for r in rows])
+    ours_mean = median([r["ours_ms_per_step"] for r in rows])
     summary = {
         "steps_per_round": steps,
+        "chunk": chunk or steps,
         "rounds": rows,
         "baseline_ms_per_step": base_mean,
         "ours_ms_per_step": ours_mean,
         "ratio": round(ours_mean / base_mean, 3),
-        "baseline_median_step_ms": base_median,
-        "ours_median_step_ms": ours_median,
-        "ratio_of_median_steps": round(ours_median / base_median, 3),
-        "ratio_per_round_median": median([r["ratio_mean"] for r in rows]),
+        "median_of_round_ratios": median([r["ratio"] for r in rows]),
+        "baseline_median_step_ms": median([r["baseline_median_step_ms"] for r in rows]),
+        "ours_median_step_ms": median([r["ours_median_step_ms"] for r in rows]),
         "target_ratio": TARGET_RATIO,
     }
     summary["target_met"] = summary["ratio"] <= TARGET_RATIO
-    return {"summary": summary, "runs": ours_runs}
+    return {"summary": summary, "ours": ours_runs, "baseline": base_runs}
 
 
-def phases(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Median per-step phase timings over every step of every run, in ms."""
+PHASES = {
+    "loop": "full step (act to act) / bare step",
+    "latency": "env.step",
+    "driver": "driver total (send+wait+capture)",
+    "send": "  send keys",
+    "wait": "  wait for prompt",
+    "capture": "  capture",
+    "transport": "env.step - driver total",
+    "record": "full step - env.step",
+}
+BASELINE_KEYS = {"loop": "step_s", "send": "send_s", "wait": "wait_s", "capture": "capture_s"}
 
-    def pooled(key: str) -> float | None:
-        return ms(median([v for run in runs for v in run[key]]))
 
-    def pooled_mean(key: str) -> float | None:
+def phases(ours: list[dict[str, Any]], base: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-step phase timings pooled over every step of every round, in ms."""
+
+    def stats(runs: list[dict[str, Any]], key: str) -> dict[str, float | None]:
         values = [v for run in runs for v in run[key]]
-        return ms(statistics.fmean(values)) if values else None
-
-    keys = {
-        "loop_s": "full step (act to act)",
-        "latency_s": "env.step",
-        "driver_s": "driver total (send+wait+capture)",
-        "send_s": "driver send",
-        "wait_s": "driver wait",
-        "capture_s": "driver capture",
-        "transport_s": "env.step - driver total",
-        "record_s": "full step - env.step",
-    }
-    return {
-        key.removesuffix("_s"): {
-            "label": label,
-            "median_ms": pooled(key),
-            "mean_ms": pooled_mean(key),
+        return {
+            "median_ms": ms(median(values)),
+            "mean_ms": ms(statistics.fmean(values)) if values else None,
         }
-        for key, label in keys.items()
-    }
+
+    result = {}
+    for name, label in PHASES.items():
+        entry: dict[str, Any] = {"label": label.strip(), "ours": stats(ours, f"{name}_s")}
+        if name in BASELINE_KEYS:
+            entry["baseline"] = stats(base, BASELINE_KEYS[name])
+        result[name] = entry
+    return result
 
 
 def measure_throughput(
-    config: TerminalConfig, steps: int, workers: Sequence[int], work_dir: Path, log: Any
+    config: TerminalConfig,
+    steps: int,
+    rounds: int,
+    work_dir: Path,
+    log: Callable[[str], None],
 ) -> dict[str, Any]:
-    results: dict[str, Any] = {}
-    for count in workers:
-        barrier = threading.Barrier(count)
-        with ThreadPoolExecutor(max_workers=count) as pool:
-            futures = [
-                pool.submit(run_ours, config, steps, work_dir, f"throughput-{count}-{i}", barrier)
-                for i in range(count)
-            ]
-            runs = [future.result() for future in futures]
-        wall = max(r["end"] for r in runs) - min(r["start"] for r in runs)
-        total_steps = steps * count
-        results[str(count)] = {
+    samples: dict[int, list[dict[str, Any]]] = {count: [] for count in WORKERS}
+    for round_index in range(rounds):
+        for count in WORKERS:
+            barrier = threading.Barrier(count)
+            with ThreadPoolExecutor(max_workers=count) as pool:
+                futures = [
+                    pool.submit(
+                        run_ours,
+                        config,
+                        steps,
+                        work_dir,
+                        f"throughput-{round_index}-{count}-{i}",
+                        barrier=barrier,
+                        with_cpu=True,
+                    )
+                    for i in range(count)
+                ]
+                runs = [future.result() for future in futures]
+            samples[count].append(_throughput_sample(runs, steps))
+            sample = samples[count][-1]
+            log(
+                f"  round {round_index + 1}/{rounds}, {count} worker(s): "
+                f"{sample['steps_per_s']:.1f} steps/s, machine busy {sample['machine_busy']:.0%}"
+            )
+    by_workers = {}
+    for count, values in samples.items():
+        by_workers[str(count)] = {
             "workers": count,
             "steps_per_worker": steps,
-            "wall_s": round(wall, 3),
-            "steps_per_s": round(total_steps / wall, 2),
-            "ms_per_step_per_worker": ms(median([r["total_s"] / steps for r in runs])),
-            "driver_wait_median_ms": ms(median([v for r in runs for v in r["wait_s"]])),
-            "loadavg": loadavg(),
+            "steps_per_s": median([v["steps_per_s"] for v in values]),
+            "ms_per_step_per_worker": median([v["ms_per_step_per_worker"] for v in values]),
+            "cpu_ms_per_step": {
+                key: median([v["cpu_ms_per_step"][key] for v in values])
+                for key in values[0]["cpu_ms_per_step"]
+            },
+            "machine_busy": median([v["machine_busy"] for v in values]),
+            "cpu_bound_ceiling_steps_per_s": median(
+                [v["cpu_bound_ceiling_steps_per_s"] or 0.0 for v in values]
+            ),
+            "rounds": values,
         }
-        log(
-            f"  {count} worker(s): {results[str(count)]['steps_per_s']:.1f} steps/s "
-            f"({wall:.1f} s for {total_steps} steps)"
-        )
-    one = results[str(workers[0])]["steps_per_s"]
-    speedups = {
-        f"{count}_vs_{workers[0]}": round(results[str(count)]["steps_per_s"] / one, 3)
-        for count in workers[1:]
+    one = by_workers[str(WORKERS[0])]["steps_per_s"]
+    speedup = {
+        f"{count}_vs_{WORKERS[0]}": round(by_workers[str(count)]["steps_per_s"] / one, 3)
+        for count in WORKERS[1:]
     }
     return {
-        "by_workers": results,
-        "speedup": speedups,
+        "by_workers": by_workers,
+        "speedup": speedup,
         "target_speedup_4_vs_1": TARGET_SPEEDUP_4,
-        "target_met": speedups.get("4_vs_1", 0) >= TARGET_SPEEDUP_4,
+        "target_met": speedup.get("4_vs_1", 0) >= TARGET_SPEEDUP_4,
+    }
+
+
+def _throughput_sample(runs: list[dict[str, Any]], steps: int) -> dict[str, Any]:
+    first = min((r["probes"][0] for r in runs), key=lambda p: p["clock"])
+    last = max((r["probes"][-1] for r in runs), key=lambda p: p["clock"])
+    wall = last["clock"] - first["clock"]
+    total_steps = steps * len(runs)
+
+    def per_step(key: str, source: str = "run") -> float | None:
+        if key == "daemons":
+            return ms(daemons_delta_s(first[key], last[key]) / total_steps)
+        if source == "machine":
+            return ms((last[key] - first[key]) / total_steps)
+        deltas = [r["probes"][-1][key] - r["probes"][0][key] for r in runs]
+        return ms(sum(deltas) / total_steps) if None not in deltas else None
+
+    containers = [r["probes"][-1]["container"] for r in runs] + [
+        r["probes"][0]["container"] for r in runs
+    ]
+    cpu = {
+        "container": per_step("container") if None not in containers else None,
+        "container_throttled": per_step("throttled"),
+        # process_time and the daemons are shared by all workers: measured once.
+        "host_process": per_step("process", "machine"),
+        "docker_daemons": per_step("daemons", "machine"),
+        "machine_busy": per_step("machine_busy", "machine"),
+    }
+    ours_cpu = (
+        cpu["container"] + cpu["host_process"] + cpu["docker_daemons"]
+        if cpu["container"] is not None
+        else None
+    )
+    cpu["ours_total"] = round(ours_cpu, 3) if ours_cpu is not None else None
+    return {
+        "image_ids": sorted({r["image_id"] for r in runs}),
+        "wall_s": round(wall, 3),
+        "steps_per_s": round(total_steps / wall, 2),
+        "ms_per_step_per_worker": ms(median([r["total_s"] / steps for r in runs])),
+        "cpu_ms_per_step": cpu,
+        # If our own CPU per step were the only limit and every core were ours.
+        "cpu_bound_ceiling_steps_per_s": (
+            round((os.cpu_count() or 1) * 1000 / ours_cpu, 1) if ours_cpu else None
+        ),
+        "machine_busy": round(
+            (last["machine_busy"] - first["machine_busy"])
+            / (last["machine_total"] - first["machine_total"]),
+            3,
+        ),
+        "loadavg": loadavg(),
     }
 
 
 # --------------------------------------------------------------------------- output
 
 
+def _fmt(value: float | None, spec: str = ".2f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
 def print_report(report: dict[str, Any]) -> None:
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:  # pragma: no cover - rich is a dependency, but stay usable without it
-        print(json.dumps(report, indent=2))
-        return
-    console = Console()
+    from rich.console import Console
+    from rich.table import Table
+
+    # Wide enough for the tables when the output goes to a file or a pipe.
+    console = Console(width=None if sys.stdout.isatty() else 150)
     over = report["overhead"]
-    table = Table(title=f"Per-step overhead ({over['steps_per_round']} steps x rounds)")
-    for column in ("round", "baseline ms/step", "ours ms/step", "ratio", "median-step ratio"):
+    table = Table(
+        title=f"Per-step overhead: {over['steps_per_round']} steps per round, "
+        f"alternating every {over['chunk']} steps"
+    )
+    columns = ("round", "baseline ms/step", "ours ms/step", "ratio", "median-step ratio")
+    for column in columns:
         table.add_column(column, justify="right")
     for row in over["rounds"]:
         table.add_row(
             str(row["round"] + 1),
-            f"{row['baseline_mean_ms']:.2f}",
-            f"{row['ours_mean_ms']:.2f}",
-            f"{row['ratio_mean']:.3f}",
-            f"{row['ratio_median']:.3f}",
+            f"{row['baseline_ms_per_step']:.2f}",
+            f"{row['ours_ms_per_step']:.2f}",
+            f"{row['ratio']:.3f}",
+            f"{row['ratio_of_median_steps']:.3f}",
         )
     verdict = "met" if over["target_met"] else "NOT met"
+    table.add_section()
     table.add_row(
         "median",
         f"{over['baseline_ms_per_step']:.2f}",
         f"{over['ours_ms_per_step']:.2f}",
-        f"[bold]{over['ratio']:.3f}[/bold] (target <= {TARGET_RATIO}: {verdict})",
-        f"{over['ratio_of_median_steps']:.3f}",
-        end_section=True,
+        f"[bold]{over['ratio']:.3f}[/bold]",
+        f"{over['ours_median_step_ms'] / over['baseline_median_step_ms']:.3f}",
     )
     console.print(table)
+    console.print(
+        f"ratio ours/baseline {over['ratio']:.3f} (target <= {TARGET_RATIO}: {verdict}); "
+        f"median of round ratios {over['median_of_round_ratios']:.3f}"
+    )
 
-    table = Table(title="Where a step's time goes (ours, pooled over all overhead rounds)")
-    for column in ("phase", "median ms", "mean ms"):
-        table.add_column(column, justify="right" if column != "phase" else "left")
+    table = Table(title="Where a step's time goes (medians and means over all overhead steps)")
+    table.add_column("phase")
+    for column in ("ours median", "ours mean", "bare median", "bare mean"):
+        table.add_column(column + " ms", justify="right")
     for values in report["phases"].values():
-        table.add_row(values["label"], f"{values['median_ms']:.2f}", f"{values['mean_ms']:.2f}")
+        base = values.get("baseline", {})
+        table.add_row(
+            values["label"],
+            _fmt(values["ours"]["median_ms"]),
+            _fmt(values["ours"]["mean_ms"]),
+            _fmt(base.get("median_ms")),
+            _fmt(base.get("mean_ms")),
+        )
     console.print(table)
 
     through = report["throughput"]
-    table = Table(title="Throughput (parallel environments, threads)")
-    for column in ("workers", "steps/s", "ms/step per worker", "wall s", "speed-up"):
+    table = Table(title="Throughput: parallel environments in threads (medians over rounds)")
+    columns = (
+        "workers",
+        "steps/s",
+        "speed-up",
+        "ms/step per worker",
+        "machine busy",
+        "CPU ms/step: container",
+        "throttled",
+        "host python",
+        "dockerd+shims",
+        "ours total",
+        "whole machine",
+        "ceiling steps/s",
+    )
+    for column in columns:
         table.add_column(column, justify="right")
-    first = next(iter(through["by_workers"]))
     for key, values in through["by_workers"].items():
-        speedup = through["speedup"].get(f"{key}_vs_{first}", 1.0)
+        cpu = values["cpu_ms_per_step"]
         table.add_row(
             key,
             f"{values['steps_per_s']:.1f}",
+            f"{through['speedup'].get(f'{key}_vs_{WORKERS[0]}', 1.0):.2f}x",
             f"{values['ms_per_step_per_worker']:.2f}",
-            f"{values['wall_s']:.1f}",
-            f"{speedup:.2f}x",
+            f"{values['machine_busy']:.0%}",
+            _fmt(cpu["container"]),
+            _fmt(cpu["container_throttled"]),
+            _fmt(cpu["host_process"]),
+            _fmt(cpu["docker_daemons"]),
+            _fmt(cpu["ours_total"]),
+            _fmt(cpu["machine_busy"]),
+            _fmt(values["cpu_bound_ceiling_steps_per_s"], ".1f"),
         )
     console.print(table)
     verdict = "met" if through["target_met"] else "NOT met"
+    ceiling = through["by_workers"]["4"]["cpu_bound_ceiling_steps_per_s"]
+    one = through["by_workers"]["1"]["steps_per_s"]
     console.print(
-        f"speed-up 4 vs 1: {through['speedup'].get('4_vs_1', float('nan')):.2f}x "
-        f"(target >= {TARGET_SPEEDUP_4}: {verdict}); "
-        f"2 vs 1: {through['speedup'].get('2_vs_1', float('nan')):.2f}x"
+        "ceiling steps/s: all cores divided by our CPU per step (container + host + daemons) "
+        f"at that concurrency; with 4 workers it allows at most {ceiling / one:.2f}x over 1"
     )
-    console.print(f"results written to {report['results_file']}")
+    console.print(
+        f"speed-up 4 vs 1: {through['speedup']['4_vs_1']:.2f}x "
+        f"(target >= {TARGET_SPEEDUP_4}: {verdict}); 2 vs 1: {through['speedup']['2_vs_1']:.2f}x"
+    )
+    if report["image_ids_seen"] != [report["image_id"]]:
+        console.print(
+            "[bold red]the image changed during the run; the numbers mix two images:[/] "
+            + ", ".join(i.removeprefix("sha256:")[:12] for i in report["image_ids_seen"])
+        )
+    console.print(
+        f"image {report['image']} {report['image_id'].removeprefix('sha256:')[:12]}; "
+        f"load average at the end {report['machine']['loadavg_end']} on "
+        f"{report['machine']['cpus']} CPUs; results written to {report['results_file']}"
+    )
 
 
 # --------------------------------------------------------------------------- main
@@ -461,20 +756,29 @@ def print_report(report: dict[str, Any]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=None, help="steps per run (default 300)")
+    parser.add_argument("--steps", type=int, default=None, help="steps per round (default 300)")
     parser.add_argument("--rounds", type=int, default=None, help="overhead rounds (default 5)")
     parser.add_argument(
-        "--throughput-steps", type=int, default=None, help="steps per worker (default: --steps)"
+        "--chunk",
+        type=int,
+        default=len(COMMANDS),
+        help="alternate baseline and ours every this many steps (0: whole runs)",
+    )
+    parser.add_argument(
+        "--throughput-steps", type=int, default=None, help="steps per worker (default 200)"
+    )
+    parser.add_argument(
+        "--throughput-rounds", type=int, default=None, help="throughput rounds (default 3)"
     )
     parser.add_argument("--quick", action="store_true", help="a smoke run in under a minute")
     parser.add_argument("--image", default=TerminalConfig().image)
     parser.add_argument("--output", type=Path, default=RESULTS_FILE)
     args = parser.parse_args(argv)
 
-    steps = args.steps or (40 if args.quick else 300)
+    steps = args.steps or (30 if args.quick else 300)
     rounds = args.rounds or (2 if args.quick else 5)
-    throughput_steps = args.throughput_steps or (30 if args.quick else steps)
-    workers = (1, 2, 4)
+    throughput_steps = args.throughput_steps or (20 if args.quick else 200)
+    throughput_rounds = args.throughput_rounds or (1 if args.quick else 3)
     config = TerminalConfig(image=args.image)
 
     def log(message: str) -> None:
@@ -488,15 +792,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     started = time.monotonic()
+    loadavg_start = loadavg()
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    # The recorder writes where runs normally go (same file system), not to a tmpfs.
+    # The recorder writes where runs normally go (the same file system), not to a tmpfs.
     with tempfile.TemporaryDirectory(prefix="bench-terminal-", dir=RESULTS_DIR) as tmp:
         work_dir = Path(tmp)
-        log(f"overhead: {rounds} rounds of {steps} steps, baseline and ours alternately")
-        overhead = measure_overhead(config, steps, rounds, work_dir, log)
-        log(f"throughput: {throughput_steps} steps per worker with {workers} workers")
-        throughput = measure_throughput(config, throughput_steps, workers, work_dir, log)
+        log(
+            f"overhead: {rounds} rounds of {steps} steps, baseline and ours alternating every "
+            f"{args.chunk or steps} steps"
+        )
+        overhead = measure_overhead(config, steps, rounds, args.chunk, work_dir, log)
+        log(f"throughput: {throughput_rounds} rounds of {throughput_steps} steps per worker")
+        throughput = measure_throughput(config, throughput_steps, throughput_rounds, work_dir, log)
 
+    seen = {i for row in overhead["summary"]["rounds"] for i in row["image_ids"]}
+    for values in throughput["by_workers"].values():
+        seen.update(i for sample in values["rounds"] for i in sample["image_ids"])
+    if seen != {image_id}:
+        log(f"WARNING: the image {config.image} changed during the run: {sorted(seen)}")
     report = {
         "benchmark": "terminal",
         "created_at": datetime.now(UTC).isoformat(),
@@ -505,14 +818,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "platform": platform.platform(),
+            "loadavg_start": loadavg_start,
             "loadavg_end": loadavg(),
         },
         "image": config.image,
         "image_id": image_id,
+        "image_ids_seen": sorted(seen),
         "limits": config.limits.model_dump(),
         "commands": list(COMMANDS),
         "overhead": overhead["summary"],
-        "phases": phases(overhead["runs"]),
+        "phases": phases(overhead["ours"], overhead["baseline"]),
         "throughput": throughput,
         "elapsed_s": round(time.monotonic() - started, 1),
         "results_file": str(args.output),
