@@ -1,0 +1,167 @@
+"""World-model prompts: a system prompt per domain and the per-turn rendering of a transition.
+
+A world model trained on this corpus reads the task, the environment's state and an action,
+and writes the state the environment shows next. The texts here are ours; their layout follows
+AgentWorldBench: each turn's prompt is ``### Turn k`` followed by ``**Action:**`` and the
+action text, and each turn's response is ``**Environment Observation:**`` followed by the
+observation text, exactly as recorded. An action the environment rejected adds an
+``**Error:**`` line before the observation.
+
+:func:`parse_response` inverts :func:`render_response`, so a consumer (or a test) can recover
+the recorded observation and error from a rendered target.
+"""
+
+from __future__ import annotations
+
+from schemas import DOMAINS
+
+OBSERVATION_HEADER = "**Environment Observation:**"
+ERROR_PREFIX = "**Error:** "
+ACTION_HEADER = "**Action:**"
+TASK_PREFIX = "**Task:** "
+INITIAL_OBSERVATION_HEADER = "**Initial Observation:**"
+CURRENT_OBSERVATION_HEADER = "**Current Observation:**"
+
+_COMMON = """\
+You are a world model: a simulator of {world}. An agent works on a task in this environment. \
+Each turn you are given the agent's action; the task and the environment's state before the \
+first action are given at the start (and whenever the earlier history is not shown). Your job \
+is to predict the environment's next observation after the action: exactly what the \
+environment would show, in its own observation format, {format_hint}
+
+Rules:
+- Write only the observation, never commentary, explanations or advice to the agent.
+- Be faithful, not helpful: reproduce the environment's real behaviour, including failures, \
+error messages, empty results, timeouts and unchanged states when an action has no effect.
+- Keep everything that did not change exactly as before; change only what the action changes.
+- Stay consistent with every earlier observation in the conversation.
+- When the environment rejects the action itself (an invalid or malformed action), start with \
+a line `{error_prefix}<the error message>`, then give the observation.
+
+Answer in this format:
+{observation_header}
+<the next observation>"""
+
+_WORLDS: dict[str, tuple[str, str]] = {
+    "terminal": (
+        "a Linux terminal: a bash shell running in a tmux pane",
+        "i.e. the full text of the terminal screen as `tmux capture-pane` prints it: the "
+        "prompt, the echoed keystrokes, the commands' output and the cursor's line. Keys are "
+        "written as text, with special keys such as <Enter> or <C-c> in angle brackets.",
+    ),
+    "swe": (
+        "a software-engineering workspace: a repository checked out in a container where an "
+        "agent runs shell commands, edits files and runs tests",
+        "i.e. the tool's output verbatim: command output with its exit status, file contents, "
+        "diffs, and test runner reports with their pass/fail counts and tracebacks.",
+    ),
+    "mcp": (
+        "a set of tools served over the Model Context Protocol (MCP)",
+        "i.e. the tool call's result as the MCP server returns it, usually JSON or text "
+        "content, or the server's error for an unknown tool or bad arguments.",
+    ),
+    "search": (
+        "a web search and browsing tool",
+        "i.e. a search results page (titles, URLs and snippets in rank order) or the text of "
+        "the fetched page, as the tool returns it.",
+    ),
+    "web": (
+        "a web browser",
+        "i.e. the page's accessibility tree flattened one node per line with element ids, "
+        "e.g. `[6] link 'Go to page 2', url='…'`, together with the URL, the title and the "
+        "open tabs when the environment shows them.",
+    ),
+    "os": (
+        "a desktop operating system with graphical applications",
+        "i.e. the accessibility tree of the screen linearized one element per line "
+        "(tag, name, text, position, size), as the environment prints it.",
+    ),
+    "android": (
+        "an Android phone",
+        "i.e. the current screen's view hierarchy, one UI element per line with its id, "
+        "class, text and bounds, as the environment prints it.",
+    ),
+}
+
+SYSTEM_PROMPTS: dict[str, str] = {
+    domain: _COMMON.format(
+        world=world,
+        format_hint=format_hint,
+        error_prefix=ERROR_PREFIX,
+        observation_header=OBSERVATION_HEADER,
+    )
+    for domain, (world, format_hint) in _WORLDS.items()
+}
+assert set(SYSTEM_PROMPTS) == set(DOMAINS), "every domain needs a world-model system prompt"
+
+
+def system_prompt(domain: str) -> str:
+    """Return the world-model system prompt of ``domain``; raise ``KeyError`` if unknown."""
+    try:
+        return SYSTEM_PROMPTS[domain]
+    except KeyError:
+        raise KeyError(f"no world-model system prompt for domain {domain!r}") from None
+
+
+def render_state(observation: str, *, task: str | None, initial: bool) -> str:
+    """Render the task and a state given in full (the first turn shown, or a chain break)."""
+    header = INITIAL_OBSERVATION_HEADER if initial else CURRENT_OBSERVATION_HEADER
+    lines = [] if task is None else [f"{TASK_PREFIX}{task}"]
+    lines += [header, observation]
+    return "\n".join(lines)
+
+
+def render_action_prompt(
+    turn: int,
+    action: str,
+    *,
+    task: str | None = None,
+    observation: str | None = None,
+    initial: bool | None = None,
+) -> str:
+    """Render the prompt of turn ``turn`` (1-based): ``### Turn k`` and the action.
+
+    When ``observation`` is given the state before the action is shown first (with the task,
+    if any): on turn 1 as the initial observation, otherwise as the current observation,
+    which is how a history window or a gap in the recorded steps restarts the chain.
+    ``initial`` overrides the choice of header.
+    """
+    parts = [f"### Turn {turn}"]
+    if observation is not None:
+        is_initial = turn == 1 if initial is None else initial
+        parts.append(render_state(observation, task=task, initial=is_initial))
+    elif task is not None and turn == 1:
+        parts.append(f"{TASK_PREFIX}{task}")
+    parts.append(f"{ACTION_HEADER}\n{action}")
+    return "\n".join(parts)
+
+
+def render_response(next_observation: str, action_error: str | None = None) -> str:
+    """Render a turn's target: an optional ``**Error:**`` line, then the observation verbatim."""
+    body = f"{OBSERVATION_HEADER}\n{next_observation}"
+    if action_error:
+        return f"{ERROR_PREFIX}{action_error}\n{body}"
+    return body
+
+
+def parse_response(response: str) -> tuple[str, str | None]:
+    """Return ``(observation, action_error)`` from a text made by :func:`render_response`."""
+    error: str | None = None
+    if response.startswith(ERROR_PREFIX):
+        marker = f"\n{OBSERVATION_HEADER}\n"
+        head, sep, _ = response.partition(marker)
+        if not sep:
+            raise ValueError("response has an error line but no observation header")
+        error = head[len(ERROR_PREFIX) :]
+        response = response[len(head) + 1 :]
+    prefix = f"{OBSERVATION_HEADER}\n"
+    if not response.startswith(prefix):
+        raise ValueError(f"response does not start with {OBSERVATION_HEADER!r}")
+    return response[len(prefix) :], error
+
+
+def render_user_turn(task: str | None, observation: str, action: str) -> str:
+    """Render a chat user turn: the task (if any), the current state and the action."""
+    lines = [] if task is None else [f"{TASK_PREFIX}{task}", ""]
+    lines += [CURRENT_OBSERVATION_HEADER, observation, "", ACTION_HEADER, action]
+    return "\n".join(lines)

@@ -1,0 +1,143 @@
+"""Read the transitions of a folder as ordered episodes, one domain at a time.
+
+A source is either a published Hub-layout folder (``data/<domain>/*.parquet``) or a corpus or
+run folder (``transitions/<domain>/*.parquet``). Only the columns an export needs are read
+(screenshots are never loaded), and each domain's rows come back grouped by episode and
+ordered by step.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from schemas import DOMAINS
+
+LAYOUTS: tuple[str, ...] = ("data", "transitions")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """The parts of one transition an export renders."""
+
+    id: str
+    episode_id: str
+    step: int
+    task: str | None
+    observation: str
+    action: str
+    next_observation: str
+    action_error: str | None
+
+
+def domain_files(source: Path) -> dict[str, list[Path]]:
+    """Return the parquet files of each domain under ``source``, by the first layout found.
+
+    Raises ``FileNotFoundError`` when neither ``data/<domain>/`` nor ``transitions/<domain>/``
+    holds a parquet file.
+    """
+    source = Path(source)
+    for layout in LAYOUTS:
+        found = {
+            domain: files
+            for domain in DOMAINS
+            if (files := sorted((source / layout / domain).glob("*.parquet")))
+        }
+        if found:
+            return found
+    raise FileNotFoundError(
+        f"no transition parquet under {source}/data/<domain>/ or {source}/transitions/<domain>/"
+    )
+
+
+def _steps_frame(files: list[Path]) -> pl.DataFrame:
+    return (
+        pl.scan_parquet(files)
+        .select(
+            pl.col("id"),
+            pl.col("episode_id"),
+            pl.col("step"),
+            pl.col("task"),
+            pl.col("observation").struct.field("text").alias("observation"),
+            pl.col("action").struct.field("text").alias("action"),
+            pl.col("next_observation").struct.field("text").alias("next_observation"),
+            pl.col("action_error"),
+        )
+        .unique(subset=["id"], keep="first", maintain_order=True)
+        .sort(["episode_id", "step"])
+        .collect()
+    )
+
+
+def iter_episodes(files: list[Path]) -> Iterator[list[Step]]:
+    """Yield the episodes stored in ``files``, each a list of steps ordered by step.
+
+    Rows repeated across shards (the same transition id) are read once.
+    """
+    episode: list[Step] = []
+    for row in _steps_frame(files).iter_rows(named=True):
+        step = Step(
+            id=row["id"],
+            episode_id=row["episode_id"],
+            step=row["step"],
+            task=row["task"],
+            observation=row["observation"] or "",
+            action=row["action"] or "",
+            next_observation=row["next_observation"] or "",
+            action_error=row["action_error"] or None,
+        )
+        if episode and episode[-1].episode_id != step.episode_id:
+            yield episode
+            episode = []
+        episode.append(step)
+    if episode:
+        yield episode
+
+
+def iter_domains(source: Path) -> Iterator[tuple[str, Iterator[list[Step]]]]:
+    """Yield ``(domain, episodes)`` for every domain present under ``source``."""
+    for domain, files in domain_files(source).items():
+        yield domain, iter_episodes(files)
+
+
+def continues(previous: Step | None, current: Step) -> bool:
+    """Whether ``current`` starts from the state ``previous`` ended in (no gap in the chain)."""
+    return (
+        previous is not None
+        and current.step == previous.step + 1
+        and current.observation == previous.next_observation
+    )
+
+
+def window_start(index: int, history: int | None) -> int:
+    """Return the first index shown for the turn at ``index`` with ``history`` past turns."""
+    if history is None:
+        return 0
+    if history < 0:
+        raise ValueError(f"history must be >= 0, got {history}")
+    return max(0, index - history)
+
+
+def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> int:
+    """Write ``rows`` as JSON lines to ``path`` atomically; return how many were written.
+
+    The file appears complete or not at all: lines go to a temporary sibling renamed at the end.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    count = 0
+    try:
+        with partial.open("w", encoding="utf-8") as handle:
+            for row in rows:
+                handle.write(json.dumps(row, ensure_ascii=False))
+                handle.write("\n")
+                count += 1
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
+    return count

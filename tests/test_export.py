@@ -1,0 +1,277 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from exports import EXPORTERS, export_agentworld, export_openai
+from exports.prompts import (
+    SYSTEM_PROMPTS,
+    parse_response,
+    render_action_prompt,
+    render_response,
+    system_prompt,
+)
+from schemas import DOMAINS, Action, Observation, Transition, to_table
+from tests.records import make_transition
+
+ERROR = "unknown key name 'Ctrl+Q'"
+
+
+def _screen(episode: str, k: int) -> str:
+    # Distinct, chaining screens; trailing spaces and a newline must survive verbatim.
+    return f"[{episode} screen {k}]\n$ cmd{k} \n"
+
+
+def _episode(episode_id: str, length: int, task: str, error_step: int | None) -> list[Transition]:
+    steps = []
+    for k in range(length):
+        steps.append(
+            make_transition(
+                k,
+                episode_id,
+                task=task,
+                observation=Observation(format="terminal-screen", text=_screen(episode_id, k)),
+                action=Action(
+                    name="keys",
+                    arguments={"keys": [f"cmd{k + 1}", "Enter"]},
+                    text=f"{episode_id} action {k}<Enter>",
+                ),
+                next_observation=Observation(
+                    format="terminal-screen", text=_screen(episode_id, k + 1)
+                ),
+                action_error=ERROR if k == error_step else None,
+            )
+        )
+    return steps
+
+
+EPISODES = {
+    "ep-a": _episode("ep-a", 4, "list the files", error_step=2),
+    "ep-b": _episode("ep-b", 3, "make a folder", error_step=None),
+}
+ALL = [t for steps in EPISODES.values() for t in steps]
+BY_ID = {t.id: t for t in ALL}
+
+
+def _write(root: Path, layout: str, name: str, records: list[Transition]) -> None:
+    folder = root / layout / "terminal"
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(to_table(records, Transition), folder / name)
+
+
+@pytest.fixture
+def hub(tmp_path: Path) -> Path:
+    # Shuffled order: the exporter must group by episode and sort by step itself.
+    records = [ALL[i] for i in (5, 0, 3, 6, 1, 4, 2)]
+    _write(tmp_path / "data", "data", "train-00000-of-00001.parquet", records)
+    return tmp_path / "data"
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines]  # every line is valid JSON
+
+
+def _evaluator_messages(row: dict[str, Any]) -> list[dict[str, str]]:
+    """Build the chat the way the AgentWorldBench reference evaluator does."""
+    messages = [{"role": "system", "content": row["system_str"]}]
+    for i in range(row["turn_idx"] - 1):
+        messages.append({"role": "user", "content": row["prompt"][i]})
+        messages.append({"role": "assistant", "content": row["response"][i]})
+    messages.append({"role": "user", "content": row["current_prompt"]})
+    return messages
+
+
+def _previous(t: Transition, n: int) -> list[Transition]:
+    """The transitions of t's episode from n steps back up to and including t."""
+    return [BY_ID[f"{t.episode_id}:{s:05d}"] for s in range(max(0, t.step - n), t.step + 1)]
+
+
+def test_agentworld_rows_rebuild_the_recorded_transitions(hub: Path, tmp_path: Path) -> None:
+    out = tmp_path / "aw"
+    counts = export_agentworld(hub, out)
+    assert counts == {"terminal": len(ALL)}
+    rows = _read_jsonl(out / "terminal_train.jsonl")
+    assert len(rows) == len(ALL)
+    assert sorted(r["id"] for r in rows) == sorted(BY_ID)
+    for row in rows:
+        t = BY_ID[row["id"]]
+        assert row["task"] == t.task
+        assert row["system_str"] == system_prompt("terminal")
+        assert row["turn_idx"] == row["total_turns"] == t.step + 1
+        assert len(row["prompt"]) == len(row["response"]) == row["total_turns"]
+        assert row["prompt"][row["turn_idx"] - 1] == row["current_prompt"]
+
+        messages = _evaluator_messages(row)
+        assert [m["role"] for m in messages[:2]] == ["system", "user"]
+        assert len(messages) == 2 * row["turn_idx"]
+        assert messages[-1]["content"] == row["current_prompt"]
+        assert f"### Turn {t.step + 1}\n" in row["current_prompt"]
+        assert row["current_prompt"].endswith(f"**Action:**\n{t.action.text}")
+
+        # The target is exactly the recorded next observation (and error, if any).
+        target = row["response"][row["turn_idx"] - 1]
+        assert parse_response(target) == (t.next_observation.text, t.action_error)
+        assert target.endswith(t.next_observation.text)
+        assert (f"**Error:** {ERROR}\n" in target) == (t.action_error is not None)
+
+        # History turns' responses are the earlier recorded next observations, in order.
+        history = _previous(t, t.step)[:-1]
+        assistants = [m["content"] for m in messages if m["role"] == "assistant"]
+        assert [parse_response(a)[0] for a in assistants] == [
+            h.next_observation.text for h in history
+        ]
+        # Turn 1 carries the task and the initial observation.
+        first = messages[1]["content"]
+        assert first.startswith("### Turn 1\n")
+        assert f"**Task:** {t.task}" in first
+        assert f"**Initial Observation:**\n{_screen(t.episode_id, 0)}" in first
+        # Later prompts carry only the action: the state comes from the previous response.
+        for prompt in row["prompt"][1:]:
+            assert "**Task:**" not in prompt
+            assert "Observation:**" not in prompt
+
+
+def test_agentworld_history_window(hub: Path, tmp_path: Path) -> None:
+    out = tmp_path / "aw1"
+    export_agentworld(hub, out, history=1)
+    rows = {r["id"]: r for r in _read_jsonl(out / "terminal_train.jsonl")}
+    assert len(rows) == len(ALL)
+    for row_id, row in rows.items():
+        t = BY_ID[row_id]
+        shown = _previous(t, 1)
+        assert row["total_turns"] == row["turn_idx"] == len(shown) <= 2
+        # Turn numbering is the episode's, not the window's.
+        for prompt, s in zip(row["prompt"], shown, strict=True):
+            assert prompt.startswith(f"### Turn {s.step + 1}\n")
+            assert prompt.endswith(f"**Action:**\n{s.action.text}")
+        assert [parse_response(r) for r in row["response"]] == [
+            (s.next_observation.text, s.action_error) for s in shown
+        ]
+        # The first turn shown restates the task and the state it starts from.
+        head = row["prompt"][0]
+        assert f"**Task:** {t.task}" in head
+        assert shown[0].observation.text in head
+        assert row["current_prompt"] == row["prompt"][-1]
+
+    # The window bounds the prompt: the last turn of ep-a has 2 turns instead of 4.
+    full = {r["id"]: r for r in _read_jsonl(_export(hub, tmp_path / "awfull"))}
+    last = "ep-a:00003"
+    assert full[last]["total_turns"] == 4
+    assert rows[last]["total_turns"] == 2
+    assert sum(map(len, rows[last]["prompt"] + rows[last]["response"])) < sum(
+        map(len, full[last]["prompt"] + full[last]["response"])
+    )
+    # history=0: a single-step example holding the task, the state and the action.
+    export_agentworld(hub, tmp_path / "aw0", history=0)
+    for row in _read_jsonl(tmp_path / "aw0" / "terminal_train.jsonl"):
+        t = BY_ID[row["id"]]
+        assert row["total_turns"] == 1
+        assert t.observation.text in row["current_prompt"]
+        assert parse_response(row["response"][0])[0] == t.next_observation.text
+
+
+def _export(hub: Path, out: Path) -> Path:
+    export_agentworld(hub, out)
+    return out / "terminal_train.jsonl"
+
+
+def test_openai_messages(hub: Path, tmp_path: Path) -> None:
+    out = tmp_path / "oa"
+    assert export_openai(hub, out) == {"terminal": len(ALL)}
+    lines = _read_jsonl(out / "terminal.jsonl")
+    assert len(lines) == len(ALL)
+    seen = set()
+    for line in lines:
+        messages = line["messages"]
+        assert messages[0] == {"role": "system", "content": system_prompt("terminal")}
+        roles = [m["role"] for m in messages[1:]]
+        assert roles == ["user", "assistant"] * (len(roles) // 2)
+        last_user, last_assistant = messages[-2]["content"], messages[-1]["content"]
+        # Identify the transition by its action text (unique per step).
+        (t,) = [x for x in ALL if last_user.endswith(f"**Action:**\n{x.action.text}")]
+        seen.add(t.id)
+        assert parse_response(last_assistant) == (t.next_observation.text, t.action_error)
+        assert (f"**Error:** {ERROR}" in last_assistant) == (t.action_error is not None)
+        assert t.observation.text in last_user
+        assert t.action.text in last_user
+        # History: earlier pairs are the episode's earlier turns.
+        assert len(roles) // 2 == t.step + 1
+        assert f"**Task:** {t.task}" in messages[1]["content"]
+        for pair, h in zip(range(1, len(messages), 2), _previous(t, t.step), strict=True):
+            assert h.observation.text in messages[pair]["content"]
+            assert parse_response(messages[pair + 1]["content"])[0] == h.next_observation.text
+    assert seen == set(BY_ID)
+
+    export_openai(hub, tmp_path / "oa1", history=1)
+    for line in _read_jsonl(tmp_path / "oa1" / "terminal.jsonl"):
+        assert len(line["messages"]) in (3, 5)
+
+
+def test_transitions_layout_and_multiple_shards(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    _write(run, "transitions", "part-00000.parquet", EPISODES["ep-a"][:2])
+    _write(run, "transitions", "part-00001.parquet", EPISODES["ep-a"][2:] + EPISODES["ep-b"])
+    for name, exporter in EXPORTERS.items():
+        counts = exporter(run, tmp_path / name, None)
+        assert counts == {"terminal": len(ALL)}
+    rows = _read_jsonl(tmp_path / "agentworld" / "terminal_train.jsonl")
+    row = next(r for r in rows if r["id"] == "ep-a:00003")
+    assert [parse_response(r)[0] for r in row["response"]] == [
+        t.next_observation.text for t in EPISODES["ep-a"]
+    ]
+    assert len(_read_jsonl(tmp_path / "openai" / "terminal.jsonl")) == len(ALL)
+
+
+def test_chain_break_restates_the_state(tmp_path: Path) -> None:
+    # Step 1 of ep-a was dropped (e.g. by curation): turn for step 2 must show its own state.
+    records = [EPISODES["ep-a"][i] for i in (0, 2, 3)]
+    _write(tmp_path, "data", "x.parquet", records)
+    export_agentworld(tmp_path, tmp_path / "out")
+    rows = {r["id"]: r for r in _read_jsonl(tmp_path / "out" / "terminal_train.jsonl")}
+    prompts = rows["ep-a:00003"]["prompt"]
+    assert f"**Current Observation:**\n{_screen('ep-a', 2)}" in prompts[1]
+    assert "Observation:**" not in prompts[2]
+
+
+def test_missing_source_and_bad_history(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        export_agentworld(tmp_path, tmp_path / "out")
+    _write(tmp_path, "data", "x.parquet", ALL)
+    with pytest.raises(ValueError, match="history"):
+        export_openai(tmp_path, tmp_path / "out", history=-1)
+    assert not list((tmp_path / "out").glob("*.jsonl"))
+    assert not list((tmp_path / "out").glob(".*"))
+
+
+def test_prompts_cover_every_domain_and_round_trip() -> None:
+    assert set(SYSTEM_PROMPTS) == set(DOMAINS)
+    for domain in DOMAINS:
+        text = system_prompt(domain)
+        assert "next observation" in text and "**Environment Observation:**" in text
+    with pytest.raises(KeyError):
+        system_prompt("nope")
+    assert render_action_prompt(3, "ls") == "### Turn 3\n**Action:**\nls"
+    first = render_action_prompt(1, "ls", task="t", observation="$ ")
+    assert first == "### Turn 1\n**Task:** t\n**Initial Observation:**\n$ \n**Action:**\nls"
+    for obs, err in [("a\nb\n", None), ("", "bad\nkey"), ("**Error:** x", None)]:
+        assert parse_response(render_response(obs, err)) == (obs, err)
+
+
+def test_cli(hub: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    out = tmp_path / "cli"
+    args = ["export", str(hub), "--format", "openai", "--out", str(out), "--history", "2"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert f"terminal: {len(ALL)} rows" in result.output
+    assert len((out / "terminal.jsonl").read_text().splitlines()) == len(ALL)
+    unknown = CliRunner().invoke(app, ["export", str(hub), "--format", "csv", "--out", str(out)])
+    assert unknown.exit_code == 2 and "unknown format 'csv'" in unknown.output
