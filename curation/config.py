@@ -1,0 +1,102 @@
+"""The curation configuration: every threshold and filter mode, loadable from YAML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+FilterMode = Literal["drop", "keep", "label"]
+"""``drop`` removes matching rows, ``label`` keeps them with a label, ``keep`` ignores the rule."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MinhashSettings(_Strict):
+    """Near-duplicate removal with MinHash (datatrove's four stages)."""
+
+    enabled: bool = True
+    n_grams: int = Field(default=5, ge=1, description="words per shingle")
+    num_buckets: int = Field(default=14, ge=1, description="LSH bands")
+    hashes_per_bucket: int = Field(default=8, ge=1, description="hashes per LSH band")
+    seed: int = Field(default=1, description="seed of the hash permutations")
+
+
+class FilterSettings(_Strict):
+    """Row and episode filters, each with its own mode."""
+
+    empty_observation: FilterMode = Field(
+        default="drop", description="observation or next observation text empty or truncated"
+    )
+    truncated_markers: tuple[str, ...] = Field(
+        default=("[truncated]", "<truncated>"),
+        description="an observation ending with one of these counts as truncated",
+    )
+    oversize_observation: FilterMode = Field(
+        default="drop", description="observation text longer than max_observation_chars"
+    )
+    max_observation_chars: int = Field(default=200_000, ge=1)
+    error_episode: FilterMode = Field(
+        default="drop", description="episodes whose share of action errors is too high"
+    )
+    max_error_fraction: float = Field(
+        default=0.5, ge=0, le=1, description="an episode above this error share is matched"
+    )
+    noop: FilterMode = Field(
+        default="label", description="next observation text identical to the observation"
+    )
+    noop_read_only: FilterMode = Field(
+        default="label", description="mode for no-ops whose action is read-only"
+    )
+    read_only_actions: tuple[str, ...] = Field(
+        default=("wait", "read", "noop", "screenshot", "observe", "scroll", "hover"),
+        description="action names that do not change the state on purpose",
+    )
+
+
+class ScrubSettings(_Strict):
+    """Replacement of secrets and personal data by typed placeholders."""
+
+    enabled: bool = True
+    emails: bool = True
+    ips: bool = True
+
+
+class DecontamSettings(_Strict):
+    """Removal of rows overlapping evaluation sets."""
+
+    eval_files: tuple[Path, ...] = Field(
+        default=(), description="text files (one sample per blank-line block) or JSONL files"
+    )
+    jsonl_fields: tuple[str, ...] = Field(
+        default=("text", "prompt", "response", "question", "answer", "input", "output"),
+        description="fields of JSONL eval rows whose strings are used",
+    )
+    n_grams: int = Field(default=8, ge=1, description="words per n-gram")
+    threshold: float = Field(
+        default=0.5, ge=0, le=1, description="drop when this share of a row's n-grams is in evals"
+    )
+
+
+class CurationConfig(_Strict):
+    """Everything a curation run can be tuned by."""
+
+    exact_dedup: bool = Field(default=True, description="remove identical transitions")
+    minhash: MinhashSettings = Field(default_factory=MinhashSettings)
+    filters: FilterSettings = Field(default_factory=FilterSettings)
+    scrub: ScrubSettings = Field(default_factory=ScrubSettings)
+    decontam: DecontamSettings = Field(default_factory=DecontamSettings)
+    tasks: int = Field(default=1, ge=1, description="datatrove tasks (shards of the input files)")
+    max_output_file_bytes: int = Field(
+        default=512 * 2**20, ge=1, description="rotate output shards at about this size"
+    )
+
+
+def load_curation_config(path: Path) -> CurationConfig:
+    """Read a :class:`CurationConfig` from a YAML file (an empty file gives the defaults)."""
+    data = yaml.safe_load(Path(path).read_text()) or {}
+    return CurationConfig.model_validate(data)

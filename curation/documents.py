@@ -1,0 +1,133 @@
+"""Transition parquet shards as datatrove ``Document``s, with bad input quarantined.
+
+The document text is a deterministic rendering of a transition (observation, action and next
+observation under section headers), its id the transition id and its metadata the full row
+as stored (JSON columns as strings, screenshots as ``{"bytes", "path"}`` structs).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+from datatrove.data import Document, DocumentsPipeline
+from datatrove.pipeline.readers.base import BaseDiskReader
+
+from curation.tally import TallyStep
+from schemas import Transition, arrow_schema_of, from_row
+
+TRANSITION_COLUMNS: tuple[str, ...] = tuple(arrow_schema_of(Transition).names)
+TRANSITIONS_GLOB = "*/*.parquet"
+
+
+def render_transition(row: dict[str, Any]) -> str:
+    """Return the text of a transition row: three headed sections, never empty."""
+    observation = (row.get("observation") or {}).get("text") or ""
+    action = (row.get("action") or {}).get("text") or ""
+    next_observation = (row.get("next_observation") or {}).get("text") or ""
+    return (
+        f"### Observation\n{observation}\n### Action\n{action}\n"
+        f"### Next observation\n{next_observation}"
+    )
+
+
+def section_texts(doc: Document) -> tuple[str, str, str]:
+    """Return the observation, action and next observation texts of a document's row."""
+    row = doc.metadata
+    return (
+        (row.get("observation") or {}).get("text") or "",
+        (row.get("action") or {}).get("text") or "",
+        (row.get("next_observation") or {}).get("text") or "",
+    )
+
+
+class QuarantineLog:
+    """Appends quarantined inputs (file, row id, reason) as JSON lines to one file per rank."""
+
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = Path(folder) if folder else None
+        self._handle: Any = None
+
+    def open(self, rank: int) -> None:
+        """Start this rank's file afresh (a re-run rank replaces its previous entries)."""
+        if self.folder is None:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._handle = (self.folder / f"{rank:05d}.jsonl").open("w", encoding="utf-8")
+
+    def add(self, file: str, reason: str, row_id: str | None = None) -> None:
+        """Record one quarantined file or row."""
+        if self._handle is None:
+            return
+        entry = {"file": file, "id": row_id, "reason": reason}
+        self._handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        self._handle.flush()
+
+    def close(self) -> None:
+        """Close the file."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+class TransitionReader(BaseDiskReader, TallyStep):
+    """Reads ``transitions/<domain>/*.parquet`` under ``data_folder`` into documents.
+
+    Unreadable files, files with a foreign schema and rows failing validation are written to
+    the quarantine folder with their reason and counted; the run goes on.
+    """
+
+    name = "📒 Transitions"
+    tally_name = "reader"
+
+    def __init__(
+        self,
+        data_folder: Path,
+        quarantine_folder: Path | None = None,
+        tally_folder: Path | None = None,
+    ) -> None:
+        BaseDiskReader.__init__(
+            self, str(data_folder), glob_pattern=TRANSITIONS_GLOB, add_file_path=False
+        )
+        self.tally_folder = Path(tally_folder) if tally_folder else None
+        self.quarantine = QuarantineLog(quarantine_folder)
+
+    def _reject(self, filepath: str, reason: str, row_id: str | None = None) -> None:
+        self.quarantine.add(filepath, reason, row_id)
+        self.tally(None, "quarantined_rows" if row_id is not None else "quarantined_files")
+
+    def read_file(self, filepath: str) -> DocumentsPipeline:
+        """Yield the valid transitions of one parquet file, quarantining the rest."""
+        try:
+            with self.data_folder.open(filepath, "rb") as handle:
+                table = pq.read_table(handle)
+        except Exception as error:  # any unreadable file is quarantined, never fatal
+            self._reject(filepath, f"unreadable parquet: {type(error).__name__}: {error}")
+            return
+        missing = [name for name in TRANSITION_COLUMNS if name not in table.column_names]
+        extra = [name for name in table.column_names if name not in TRANSITION_COLUMNS]
+        if missing or extra:
+            self._reject(filepath, f"foreign schema: missing columns {missing}, extra {extra}")
+            return
+        for index, row in enumerate(table.to_pylist()):
+            row_id = str(row.get("id") or f"{filepath}#{index}")
+            try:
+                from_row(Transition, row)
+            except Exception as error:
+                self._reject(filepath, f"invalid row: {error}", row_id)
+                continue
+            doc = Document(text=render_transition(row), id=row["id"], metadata=row)
+            self.tally(doc, "read")
+            yield doc
+
+    def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> Iterator:
+        """Read this rank's share of the files."""
+        self.quarantine.open(rank)
+        try:
+            yield from BaseDiskReader.run(self, data, rank, world_size)
+        finally:
+            self.quarantine.close()
+        self.flush_tallies(rank)

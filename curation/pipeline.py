@@ -1,0 +1,245 @@
+"""The curation run: datatrove stages from transition shards to a curated corpus folder.
+
+Output layout::
+
+    <out>/transitions/<domain>/part-<rank>-NNNNN.parquet   curated transitions, shared schema
+    <out>/episodes.parquet      the input's episodes that still have transitions (if any)
+    <out>/quarantine.jsonl      unreadable files, foreign schemas and invalid rows, with reasons
+    <out>/stats.json            counts, rates and lengths per domain and environment version
+    <out>/.curation/            datatrove logs and completions per stage, intermediate files
+
+Stages (each a datatrove executor with its own logging folder, so a re-run skips completed
+tasks): ``prepare`` (episode error counts, exact-dedup hashes, MinHash signatures),
+``buckets`` and ``cluster`` (MinHash), ``resolve`` (exact duplicates, error episodes) and
+``write`` (the filters, dedup, scrubbing and the writer). Stages ``prepare`` and ``write`` read
+the same files with the same task count and the same deterministic prefix of steps, as
+datatrove's MinHash requires.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from datatrove.executor.local import LocalPipelineExecutor
+from datatrove.pipeline.base import PipelineStep
+from pydantic import BaseModel
+
+from curation.config import CurationConfig
+from curation.decontam import Decontaminate
+from curation.dedup import (
+    DropMarkedDuplicates,
+    ExactDedupFilter,
+    ExactDedupFind,
+    ExactDedupSignature,
+    minhash_buckets,
+    minhash_cluster,
+    minhash_filter,
+    minhash_signature,
+)
+from curation.documents import TransitionReader
+from curation.filters import (
+    EpisodeErrorFilter,
+    EpisodeErrorFind,
+    EpisodeErrorTally,
+    TransitionFilter,
+)
+from curation.scrub import ScrubStep
+from curation.stats import build_stats, write_stats
+from curation.tally import Checkpoint
+from curation.writers import TransitionWriter
+
+
+class CurationError(RuntimeError):
+    """A curation stage did not complete all its tasks."""
+
+
+class CurationReport(BaseModel):
+    """What a curation run did."""
+
+    output_dir: Path
+    rows_in: int
+    rows_out: int
+    quarantined_files: int
+    quarantined_rows: int
+    stages_run: list[str]
+    stages_skipped: list[str]
+    stats_path: Path
+
+
+class _Paths:
+    """Where each stage reads and writes inside the output folder."""
+
+    def __init__(self, input_dir: Path, output_dir: Path) -> None:
+        self.input = input_dir / "transitions"
+        self.output = output_dir
+        self.work = output_dir / ".curation"
+        self.logs = self.work / "logs"
+        self.exact = self.work / "exact"
+        self.episodes = self.work / "episodes"
+        self.sigs = self.work / "minhash" / "signatures"
+        self.buckets = self.work / "minhash" / "buckets"
+        self.remove = self.work / "minhash" / "remove"
+        self.tallies = self.work / "tallies"
+        self.quarantine = self.work / "quarantine"
+        self.transitions = output_dir / "transitions"
+
+
+def _prefix(config: CurationConfig, paths: _Paths, final: bool) -> list[PipelineStep]:
+    """The steps both read passes share; only the final pass quarantines and counts."""
+    tallies = paths.tallies if final else None
+    reader = TransitionReader(
+        paths.input, quarantine_folder=paths.quarantine if final else None, tally_folder=tallies
+    )
+    steps: list[PipelineStep] = [reader]
+    if not final:
+        steps.append(EpisodeErrorTally(paths.episodes))
+    steps += [
+        Decontaminate(config.decontam, tally_folder=tallies),
+        TransitionFilter(config.filters, tally_folder=tallies),
+    ]
+    return steps
+
+
+def _stages(config: CurationConfig, paths: _Paths) -> list[tuple[str, list[PipelineStep], int]]:
+    """Return ``(name, pipeline, tasks)`` for every stage, in order."""
+    tasks, minhash = config.tasks, config.minhash
+    prepare = _prefix(config, paths, final=False)
+    prepare.append(ExactDedupSignature(paths.exact))
+    if minhash.enabled:
+        prepare.append(minhash_signature(paths.sigs, minhash))
+    stages: list[tuple[str, list[PipelineStep], int]] = [("prepare", prepare, tasks)]
+    if minhash.enabled:
+        stages.append(
+            ("buckets", [minhash_buckets(paths.sigs, paths.buckets, minhash)], minhash.num_buckets)
+        )
+        stages.append(("cluster", [minhash_cluster(paths.buckets, paths.remove, minhash)], 1))
+    resolve: list[PipelineStep] = [
+        ExactDedupFind(paths.exact, ranks=tasks),
+        EpisodeErrorFind(paths.episodes, config.filters.max_error_fraction),
+    ]
+    stages.append(("resolve", resolve, 1))
+    tallies = paths.tallies
+    write = _prefix(config, paths, final=True)
+    write.append(Checkpoint("before_minhash", tallies))
+    if config.exact_dedup:
+        write.append(ExactDedupFilter(paths.exact, tally_folder=tallies))
+    if minhash.enabled:
+        write.append(minhash_filter(paths.remove))
+    write += [
+        Checkpoint("after_minhash", tallies),
+        DropMarkedDuplicates(tally_folder=tallies),
+        EpisodeErrorFilter(paths.episodes, config.filters.error_episode, tally_folder=tallies),
+    ]
+    if config.scrub.enabled:
+        write.append(ScrubStep(config.scrub, tally_folder=tallies))
+    write += [
+        TransitionWriter(paths.transitions, max_file_size=config.max_output_file_bytes),
+        Checkpoint("written", tallies),
+    ]
+    stages.append(("write", write, tasks))
+    return stages
+
+
+def _merge_quarantine(paths: _Paths) -> None:
+    lines: list[str] = []
+    for path in sorted(paths.quarantine.glob("*.jsonl")):
+        lines += [line for line in path.read_text(encoding="utf-8").splitlines() if line]
+    target = paths.output / "quarantine.jsonl"
+    tmp = target.with_suffix(".jsonl.tmp")
+    tmp.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    tmp.replace(target)
+
+
+def _derive_episodes(input_dir: Path, paths: _Paths) -> int | None:
+    """Copy the input's episodes that still have transitions; return how many, or None."""
+    source = input_dir / "episodes.parquet"
+    if not source.exists():
+        return None
+    files = sorted(paths.transitions.glob("*/*.parquet"))
+    kept = (
+        pl.scan_parquet(files).select("episode_id").unique().collect()["episode_id"].to_list()
+        if files
+        else []
+    )
+    table = pq.read_table(source)
+    table = table.filter(pc.is_in(table["episode_id"], value_set=pc.cast(kept, "string")))
+    table = table.sort_by("episode_id")
+    target = paths.output / "episodes.parquet"
+    tmp = target.with_suffix(".parquet.tmp")
+    pq.write_table(table, tmp, compression="zstd")
+    tmp.replace(target)
+    return table.num_rows
+
+
+def _run_local(
+    name: str, pipeline: list[PipelineStep], tasks: int, workers: int, logs: Path
+) -> bool:
+    """Run one stage; return whether any task had to run. Raise if a task is left incomplete."""
+    executor = LocalPipelineExecutor(
+        pipeline=pipeline,
+        tasks=tasks,
+        workers=max(1, min(workers, tasks)),
+        logging_dir=str(logs / name),
+    )
+    pending = executor.get_incomplete_ranks()
+    if pending:
+        executor.run()
+    incomplete = executor.get_incomplete_ranks()
+    if incomplete:
+        raise CurationError(f"curation stage {name!r} left tasks {incomplete} incomplete")
+    return bool(pending)
+
+
+def curate(
+    input_dir: Path,
+    output_dir: Path,
+    config: CurationConfig | None = None,
+    workers: int = 1,
+    executor: str = "local",
+) -> CurationReport:
+    """Curate the transitions of ``input_dir`` (a run or corpus folder) into ``output_dir``.
+
+    Re-running on the same output finishes only the missing work; a finished output is left
+    as it is. Raises :class:`CurationError` when a stage leaves tasks incomplete.
+    """
+    if executor == "ray":
+        raise NotImplementedError("the Ray executor is not wired in yet; use executor='local'")
+    if executor != "local":
+        raise ValueError(f"unknown executor {executor!r} (expected 'local' or 'ray')")
+    config = config or CurationConfig()
+    input_dir, output_dir = Path(input_dir).resolve(), Path(output_dir).resolve()
+    if not (input_dir / "transitions").is_dir():
+        raise FileNotFoundError(f"no transitions folder in {input_dir}")
+    paths = _Paths(input_dir, output_dir)
+    paths.work.mkdir(parents=True, exist_ok=True)
+    settings = config.model_dump(mode="json")
+    settings_file = paths.work / "config.json"
+    if settings_file.exists() and json.loads(settings_file.read_text()) != settings:
+        raise CurationError(
+            f"{output_dir} was curated with another configuration; use a fresh output folder"
+        )
+    settings_file.write_text(json.dumps(settings, indent=2, sort_keys=True))
+    ran, skipped = [], []
+    for name, pipeline, tasks in _stages(config, paths):
+        (ran if _run_local(name, pipeline, tasks, workers, paths.logs) else skipped).append(name)
+    _merge_quarantine(paths)
+    episodes = _derive_episodes(input_dir, paths)
+    extra: dict[str, Any] = {"config": settings, "episodes_out": episodes}
+    stats = build_stats(output_dir, paths.tallies, extra)
+    stats_path = output_dir / "stats.json"
+    write_stats(stats_path, stats)
+    return CurationReport(
+        output_dir=output_dir,
+        rows_in=stats["total"]["rows_in"],
+        rows_out=stats["total"]["rows_out"],
+        quarantined_files=stats["quarantine"]["files"],
+        quarantined_rows=stats["quarantine"]["rows"],
+        stages_run=ran,
+        stages_skipped=skipped,
+        stats_path=stats_path,
+    )

@@ -1,0 +1,137 @@
+"""Statistics per domain and environment version, written as ``stats.json`` next to the output.
+
+Counts come from the tallies the curation steps write per rank (see :mod:`curation.tally`);
+text lengths are measured on the written transitions with polars.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from curation.tally import ALL, read_tallies
+
+QUANTILES = (0.5, 0.9, 0.99)
+
+
+def _rate(part: int, whole: int) -> float:
+    return round(part / whole, 6) if whole else 0.0
+
+
+def _group_counts(tallies: dict[str, Counter[str]]) -> dict[str, Counter[str]]:
+    """Fold every tally into ``{"domain|env": Counter(event -> n)}``."""
+    groups: dict[str, Counter[str]] = defaultdict(Counter)
+    for tally_name, counter in tallies.items():
+        for key, value in counter.items():
+            domain, env, event = key.split("|", 2)
+            if tally_name.startswith("checkpoint_"):
+                event = tally_name.removeprefix("checkpoint_")
+            groups[f"{domain}|{env}"][event] += value
+    return groups
+
+
+def _summary(counts: Counter[str]) -> dict[str, Any]:
+    read = counts["read"]
+    exact = counts["exact_duplicates"]
+    minhash_removed = counts["before_minhash"] - counts["after_minhash"]
+    near = minhash_removed - (exact - counts["dropped_after_minhash"])
+    written = counts["written"]
+    dropped = {k.removeprefix("dropped:"): v for k, v in counts.items() if k.startswith("dropped:")}
+    labelled = {
+        k.removeprefix("labelled:"): v for k, v in counts.items() if k.startswith("labelled:")
+    }
+    scrubbed = {
+        k.removeprefix("scrubbed:"): v for k, v in counts.items() if k.startswith("scrubbed:")
+    }
+    filtered = sum(v for k, v in dropped.items() if k != "decontam")
+    return {
+        "rows_in": read,
+        "rows_out": written,
+        "exact_duplicates": exact,
+        "near_duplicates": near,
+        "dropped": dict(sorted(dropped.items())),
+        "labelled": dict(sorted(labelled.items())),
+        "scrubbed": dict(sorted(scrubbed.items())),
+        "scrubbed_rows": counts["scrubbed_rows"],
+        "rates": {
+            "exact_dedup": _rate(exact, read),
+            "near_dedup": _rate(near, read),
+            "filter": _rate(filtered, read),
+            "decontam": _rate(dropped.get("decontam", 0), read),
+            "scrub": _rate(counts["scrubbed_rows"], written),
+            "kept": _rate(written, read),
+        },
+    }
+
+
+def _lengths(transitions: Path) -> dict[str, dict[str, Any]]:
+    """Return text length quantiles per ``domain|env`` of the written shards."""
+    files = sorted(transitions.glob("*/*.parquet"))
+    if not files:
+        return {}
+    frame = (
+        pl.scan_parquet(files)
+        .select(
+            pl.col("domain"),
+            pl.col("env").struct.field("version").alias("env_version"),
+            pl.col("observation").struct.field("text").str.len_chars().alias("observation"),
+            pl.col("action").struct.field("text").str.len_chars().alias("action"),
+            pl.col("next_observation").struct.field("text").str.len_chars().alias("next"),
+        )
+        .collect()
+    )
+    result: dict[str, dict[str, Any]] = {}
+    for (domain, env), part in frame.group_by(["domain", "env_version"], maintain_order=True):
+        entry: dict[str, Any] = {}
+        for column, label in (
+            ("observation", "observation_chars"),
+            ("action", "action_chars"),
+            ("next", "next_observation_chars"),
+        ):
+            series = part[column]
+            entry[label] = {
+                **{f"p{int(q * 100)}": float(series.quantile(q) or 0) for q in QUANTILES},
+                "mean": float(series.mean() or 0),
+                "max": int(series.max() or 0),
+            }
+        result[f"{domain}|{env}"] = entry
+    return result
+
+
+def build_stats(output_dir: Path, tally_folder: Path, extra: dict[str, Any]) -> dict[str, Any]:
+    """Return the statistics of a finished curation."""
+    groups = _group_counts(read_tallies(tally_folder))
+    global_counts = groups.pop(f"{ALL}|{ALL}", Counter())
+    lengths = _lengths(output_dir / "transitions")
+    domains: dict[str, Any] = {}
+    domain_totals: dict[str, Counter[str]] = defaultdict(Counter)
+    for key in sorted(groups):
+        domain, env = key.split("|", 1)
+        domain_totals[domain].update(groups[key])
+        entry = domains.setdefault(domain, {"env_versions": {}})
+        entry["env_versions"][env] = {**_summary(groups[key]), "lengths": lengths.get(key, {})}
+    for domain, counts in domain_totals.items():
+        domains[domain] = {**_summary(counts), "env_versions": domains[domain]["env_versions"]}
+    total: Counter[str] = Counter()
+    for counts in domain_totals.values():
+        total.update(counts)
+    return {
+        "total": _summary(total),
+        "quarantine": {
+            "files": global_counts["quarantined_files"],
+            "rows": global_counts["quarantined_rows"],
+        },
+        "domains": domains,
+        **extra,
+    }
+
+
+def write_stats(path: Path, stats: dict[str, Any]) -> None:
+    """Write ``stats`` as indented JSON, atomically."""
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(stats, indent=2, sort_keys=True))
+    tmp.replace(path)

@@ -1,0 +1,84 @@
+"""Per-rank event counters that curation steps write beside the output for :mod:`curation.stats`."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from datatrove.data import Document
+from datatrove.pipeline.base import PipelineStep
+
+ALL = "*"
+
+
+def group_of(doc: Document) -> str:
+    """Return the stats group ``domain|env version`` of a document built from a transition row."""
+    env = doc.metadata.get("env") or {}
+    version = env.get("version", "?") if isinstance(env, dict) else "?"
+    return f"{doc.metadata.get('domain', '?')}|{version}"
+
+
+class TallyStep(PipelineStep):
+    """A pipeline step that counts events per domain and environment version.
+
+    Counts are written to ``<tally_folder>/<tally_name>/<rank>.json`` when the step's input is
+    exhausted; a rank that is run again overwrites its own file, so counts never double.
+    """
+
+    type = "🧮 - CURATION"
+    tally_name = "step"
+
+    def __init__(self, tally_folder: Path | None = None) -> None:
+        super().__init__()
+        self.tally_folder = Path(tally_folder) if tally_folder else None
+        self.tallies: Counter[str] = Counter()
+
+    def tally(self, doc: Document | None, event: str, value: int = 1) -> None:
+        """Count ``value`` occurrences of ``event`` for the document's group (or globally)."""
+        group = group_of(doc) if doc is not None else f"{ALL}|{ALL}"
+        self.tallies[f"{group}|{event}"] += value
+        self.stat_update(event, value=value)
+
+    def flush_tallies(self, rank: int) -> None:
+        """Write this rank's counts (nothing happens without a tally folder)."""
+        if self.tally_folder is None:
+            return
+        folder = self.tally_folder / self.tally_name
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f"{rank:05d}.json.tmp"
+        tmp.write_text(json.dumps(dict(self.tallies), sort_keys=True))
+        tmp.replace(folder / f"{rank:05d}.json")
+
+
+def read_tallies(tally_folder: Path) -> dict[str, Counter[str]]:
+    """Sum every rank's counts: ``{tally_name: Counter("domain|env|event" -> n)}``."""
+    result: dict[str, Counter[str]] = {}
+    if not tally_folder.is_dir():
+        return result
+    for folder in sorted(p for p in tally_folder.iterdir() if p.is_dir()):
+        total: Counter[str] = Counter()
+        for path in sorted(folder.glob("*.json")):
+            data: dict[str, Any] = json.loads(path.read_text())
+            total.update({key: int(value) for key, value in data.items()})
+        result[folder.name] = total
+    return result
+
+
+class Checkpoint(TallyStep):
+    """Counts the documents passing a point of the pipeline (``passed`` events)."""
+
+    name = "checkpoint"
+
+    def __init__(self, name: str, tally_folder: Path | None = None) -> None:
+        super().__init__(tally_folder)
+        self.tally_name = f"checkpoint_{name}"
+        self.name = f"checkpoint {name}"
+
+    def run(self, data: Any, rank: int = 0, world_size: int = 1) -> Any:
+        """Forward every document, counting it."""
+        for doc in data:
+            self.tally(doc, "passed")
+            yield doc
+        self.flush_tallies(rank)

@@ -1,0 +1,354 @@
+"""Curation with real datatrove pipelines on real parquet shards."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from curation import CurationConfig, CurationError, curate, load_curation_config
+from curation.config import ScrubSettings
+from curation.scrub import Scrubber
+from normalizers.shards import ShardWriter
+from schemas import Action, Episode, Observation, Transition, to_row, to_table
+from schemas.arrow import arrow_schema_of
+from tests.records import make_transition
+
+PROSE = (
+    "The quick brown fox jumps over the lazy dog while the server logs every request it "
+    "receives and the operator watches the dashboard for errors warnings and slow queries "
+    "that could mean the cache is cold or the database index has gone missing again today"
+)
+PNG = (
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00"
+    b"\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\xcf\xc0\xf0\x1f\x00\x05\x00\x01\xff"
+    b"\x89\x99=\x1d\x00\x00\x00\x00IEND\xaeB`\x82"
+)
+SECRETS = {
+    "aws_access_key": "AKIAIOSFODNN7EXAMPLE",
+    "github_token": "ghp_" + "a1B2c3D4e5" * 4,
+    "openai_key": "sk-proj-" + "Z9y8X7w6V5" * 3,
+    "slack_token": "xoxb-1234567890-abcdefghij",
+    "hf_token": "hf_" + "AbCdEfGhIj" * 3 + "kl",
+    "google_api_key": "AIza" + "S" * 35,
+}
+PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nabc123\n-----END RSA PRIVATE KEY-----"
+
+
+def screen(text: str) -> Observation:
+    return Observation(format="terminal-screen", text=text, meta={"cwd": "/root"})
+
+
+def numbers_screen(seed: int) -> str:
+    return "\n".join(
+        f"pid {seed * 1000 + i} cpu {seed + i}.{i} mem {seed * 3 + i} user root" for i in range(12)
+    )
+
+
+def step(episode: str, i: int, obs: str, nxt: str, **changes: object) -> Transition:
+    fields: dict[str, object] = {"observation": screen(obs), "next_observation": screen(nxt)}
+    fields.update(changes)
+    return make_transition(step=i, episode_id=episode, **fields)
+
+
+def write_shard(folder: Path, rows: list[Transition]) -> None:
+    with ShardWriter(folder, Transition) as writer:
+        writer.write(rows)  # type: ignore[arg-type]
+
+
+def read_output(out: Path) -> pl.DataFrame:
+    return pl.read_parquet(sorted((out / "transitions").glob("*/*.parquet")))
+
+
+def meta_labels(frame: pl.DataFrame) -> dict[str, list[str]]:
+    return {
+        row["id"]: json.loads(row["next_observation"]["meta"]).get("labels", [])
+        for row in frame.iter_rows(named=True)
+    }
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    root = tmp_path_factory.mktemp("curation")
+    run = root / "run"
+    changed = PROSE.replace("lazy", "sleepy")
+    secrets_text = " ".join(SECRETS.values())
+    terminal = [
+        step("ep-a", 0, PROSE, PROSE + " done"),
+        step("ep-a", 1, "$ ls", "file.txt"),
+        # exact duplicate of ep-a:1 in another episode
+        step("ep-b", 0, "$ ls", "file.txt"),
+        # near duplicate of ep-a:0 (one word changed)
+        step("ep-b", 1, changed, changed + " done"),
+        # screens differing only in their numbers are kept
+        step("ep-c", 0, numbers_screen(1), numbers_screen(2)),
+        step("ep-c", 1, numbers_screen(3), numbers_screen(4)),
+        step(
+            "ep-d",
+            0,
+            f"export KEYS='{secrets_text}'\n{PEM}\nmail bob@example.com at 8.8.4.4 or 2001:db8::1",
+            "git clone https://alice:hunter2@github.com/org/repo.git",
+            task="token ghp_" + "Q" * 36,
+            action=Action(
+                name="keys",
+                arguments={"keys": ["curl -u admin@corp.io https://x:y@host.io"]},
+                text="echo sk-proj-" + "k" * 24,
+            ),
+        ),
+        # contaminated: overlaps the eval set
+        step("ep-e", 0, "What is the capital of France? Paris is the capital of France.", "ok"),
+        # error-dominated episode: two of three actions failed
+        step("ep-f", 0, "$ a", "err 1", action_error="boom"),
+        step("ep-f", 1, "$ b", "err 2", action_error="boom"),
+        step("ep-f", 2, "$ c", "fine"),
+    ]
+    web = [
+        step(
+            "ep-w",
+            0,
+            "[1] link 'Home'",
+            "[1] link 'Home'\n[2] button 'Go'",
+            domain="web",
+            observation=Observation(format="axtree", text="[1] link 'Home'", screenshot=PNG),
+        ),
+        # a no-op: same text before and after a read-only action
+        step(
+            "ep-w",
+            1,
+            "[1] link 'Home'",
+            "[1] link 'Home'",
+            domain="web",
+            action=Action(name="scroll", arguments={"dy": 100}, text="scroll(0, 100)"),
+        ),
+    ]
+    write_shard(run / "transitions" / "terminal", terminal)
+    write_shard(run / "transitions" / "web", web)
+    bad = run / "transitions" / "terminal"
+    good = (bad / "part-00000.parquet").read_bytes()
+    (bad / "part-00001.parquet").write_bytes(good[: len(good) // 2])  # truncated
+    pq.write_table(pa.table({"id": ["x"], "text": ["foreign"]}), bad / "part-00002.parquet")
+    invalid = to_row(make_transition(step=0, episode_id="ep-z"))
+    invalid["id"] = "wrong-id"
+    pq.write_table(
+        pa.Table.from_pylist([invalid], schema=arrow_schema_of(Transition)),
+        bad / "part-00003.parquet",
+    )
+    episodes = [
+        Episode(
+            episode_id=eid,
+            run_id="r",
+            domain="terminal",
+            policy=make_transition().policy,
+            seed=0,
+            status="completed",
+            length=1,
+            started_at=make_transition().timing.started_at,
+            ended_at=make_transition().timing.started_at,
+        )
+        for eid in ("ep-a", "ep-b", "ep-c", "ep-d", "ep-e", "ep-f", "ep-w", "ep-gone")
+    ]
+    pq.write_table(to_table(episodes, Episode), run / "episodes.parquet")  # type: ignore[arg-type]
+    evals = root / "evals.jsonl"
+    evals.write_text(
+        json.dumps({"prompt": "Q: What is the capital of France? Paris is the capital of France."})
+        + "\n"
+    )
+    config = CurationConfig(
+        decontam={"eval_files": [evals], "n_grams": 4, "threshold": 0.5},
+        filters={"max_error_fraction": 0.5},
+    )
+    out = root / "out"
+    report = curate(run, out, config)
+    assert report.stages_run == ["prepare", "buckets", "cluster", "resolve", "write"]
+    return run, out, root
+
+
+def test_dedup_keeps_first_and_numbers_matter(corpus: tuple[Path, Path, Path]) -> None:
+    _, out, _ = corpus
+    ids = set(read_output(out)["id"])
+    assert {"ep-a:00000", "ep-a:00001"} <= ids
+    assert "ep-b:00000" not in ids  # exact duplicate
+    assert "ep-b:00001" not in ids  # near duplicate
+    assert {"ep-c:00000", "ep-c:00001"} <= ids  # different numbers are different states
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["total"]["exact_duplicates"] == 1
+    assert stats["total"]["near_duplicates"] == 1
+
+
+def test_decontam_and_error_episodes_dropped(corpus: tuple[Path, Path, Path]) -> None:
+    _, out, _ = corpus
+    ids = set(read_output(out)["id"])
+    assert "ep-e:00000" not in ids
+    assert not any(i.startswith("ep-f") for i in ids)
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["total"]["dropped"]["decontam"] == 1
+    assert stats["total"]["dropped"]["error_episode"] == 3
+
+
+def test_scrubbing_every_kind(corpus: tuple[Path, Path, Path]) -> None:
+    _, out, _ = corpus
+    row = read_output(out).filter(pl.col("id") == "ep-d:00000").row(0, named=True)
+    blob = json.dumps(row, default=str)
+    for secret in [*SECRETS.values(), "MIIEowIBAAKCAQEA", "bob@example.com", "8.8.4.4", "hunter2"]:
+        assert secret not in blob
+    assert "2001:db8::1" not in blob and "admin@corp.io" not in blob
+    obs = row["observation"]["text"]
+    for kind in SECRETS:
+        assert f"<SECRET:{kind}>" in obs
+    assert "<SECRET:private_key>" in obs and "<EMAIL>" in obs and "<IP>" in obs
+    assert "https://alice:<PASSWORD>@github.com" in row["next_observation"]["text"]
+    assert row["task"] == "token <SECRET:github_token>"
+    assert "<SECRET:openai_key>" in row["action"]["text"]
+    assert json.loads(row["action"]["arguments"])["keys"] == [
+        "curl -u <EMAIL> https://x:<PASSWORD>@host.io"
+    ]
+    scrubbed = json.loads((out / "stats.json").read_text())["total"]["scrubbed"]
+    assert scrubbed["github_token"] == 2 and scrubbed["openai_key"] == 2
+    assert scrubbed["email"] == 2 and scrubbed["url_password"] == 2
+    assert scrubbed["ipv4"] == 1 and scrubbed["ipv6"] == 1
+    for kind in ("aws_access_key", "slack_token", "hf_token", "google_api_key", "private_key"):
+        assert scrubbed[kind] == 1
+
+
+def test_scrubber_leaves_ordinary_text() -> None:
+    text = "$ ls -la /root\n127.0.0.1 localhost\n12:34:56 up 3 days, version 1.2.3"
+    assert Scrubber(ScrubSettings()).text(text) == text
+
+
+def test_bad_input_quarantined(corpus: tuple[Path, Path, Path]) -> None:
+    _, out, _ = corpus
+    entries = [json.loads(line) for line in (out / "quarantine.jsonl").read_text().splitlines()]
+    reasons = {Path(e["file"]).name: e["reason"] for e in entries}
+    assert reasons["part-00001.parquet"].startswith("unreadable parquet")
+    assert reasons["part-00002.parquet"].startswith("foreign schema")
+    assert "invalid row" in reasons["part-00003.parquet"]
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["quarantine"] == {"files": 2, "rows": 1}
+
+
+def test_noop_labelled_and_written_to_meta(corpus: tuple[Path, Path, Path]) -> None:
+    _, out, _ = corpus
+    labels = meta_labels(read_output(out))
+    assert labels["ep-w:00001"] == ["noop"]
+    assert labels["ep-a:00000"] == []
+
+
+def test_output_loads_with_polars_and_datasets(corpus: tuple[Path, Path, Path]) -> None:
+    from datasets import Image, load_dataset
+
+    _, out, _ = corpus
+    lazy = pl.scan_parquet(str(out / "transitions" / "*" / "*.parquet"))
+    assert lazy.select(pl.len()).collect().item() == len(read_output(out))
+    for path in (out / "transitions").glob("*/*.parquet"):
+        assert pq.read_schema(path).equals(arrow_schema_of(Transition), check_metadata=False)
+    data = load_dataset(
+        "parquet", data_files=str(out / "transitions" / "web" / "*.parquet"), split="train"
+    )
+    assert isinstance(data.features["observation"]["screenshot"], Image)
+    shot = data[0]["observation"]["screenshot"]
+    assert shot is not None and shot.size == (1, 1)
+    episodes = pl.read_parquet(out / "episodes.parquet")
+    assert "ep-gone" not in set(episodes["episode_id"]) and "ep-a" in set(episodes["episode_id"])
+
+
+def test_stats_per_domain(corpus: tuple[Path, Path, Path]) -> None:
+    _, out, _ = corpus
+    stats = json.loads((out / "stats.json").read_text())
+    assert set(stats["domains"]) == {"terminal", "web"}
+    web = stats["domains"]["web"]
+    assert web["rows_in"] == 2 and web["rows_out"] == 2
+    env = web["env_versions"]["sha256:abc"]
+    assert env["lengths"]["observation_chars"]["max"] == len("[1] link 'Home'")
+    assert stats["domains"]["terminal"]["rows_out"] == len(read_output(out)) - 2
+
+
+def test_rerun_does_no_work_and_is_identical(corpus: tuple[Path, Path, Path]) -> None:
+    run, out, _ = corpus
+    files = sorted((out / "transitions").glob("*/*.parquet"))
+    before = {p: p.read_bytes() for p in [*files, out / "stats.json", out / "quarantine.jsonl"]}
+    config = load_curation_config_from(out)
+    report = curate(run, out, config)
+    assert report.stages_run == []
+    assert sorted((out / "transitions").glob("*/*.parquet")) == files
+    assert {p: p.read_bytes() for p in before} == before
+    with pytest.raises(CurationError):
+        curate(run, out, CurationConfig(exact_dedup=False))
+
+
+def load_curation_config_from(out: Path) -> CurationConfig:
+    return CurationConfig.model_validate(
+        json.loads((out / ".curation" / "config.json").read_text())
+    )
+
+
+def test_interrupted_write_stage_finishes_missing_work(corpus: tuple[Path, Path, Path]) -> None:
+    run, out, root = corpus
+    resumed = root / "resumed"
+    config = load_curation_config_from(out)
+    curate(run, resumed, config)
+    # forget that the final stage finished and damage its output: only it runs again
+    (resumed / ".curation" / "logs" / "write" / "completions" / "00000").unlink()
+    for path in (resumed / "transitions").glob("*/*.parquet"):
+        path.write_bytes(b"garbage")
+    report = curate(run, resumed, config)
+    assert report.stages_run == ["write"]
+    assert read_output(resumed).sort("id").equals(read_output(out).sort("id"))
+
+
+@pytest.mark.parametrize("mode", ["drop", "keep", "label"])
+def test_filter_modes(tmp_path: Path, mode: str) -> None:
+    run = tmp_path / "run"
+    rows = [
+        step("ep-1", 0, "$ ", "$ echo hi\nhi"),
+        step("ep-1", 1, "", "$ "),  # empty observation
+        step("ep-1", 2, "x" * 500, "$ "),  # oversize
+        step("ep-1", 3, "$ ls", "$ ls"),  # no-op of a non read-only action
+    ]
+    write_shard(run / "transitions" / "terminal", rows)
+    config_file = tmp_path / "curation.yaml"
+    config_file.write_text(
+        "minhash: {enabled: false}\n"
+        f"filters: {{empty_observation: {mode}, oversize_observation: {mode}, noop: {mode},"
+        " max_observation_chars: 100}\n"
+    )
+    out = tmp_path / "out"
+    curate(run, out, load_curation_config(config_file))
+    labels = meta_labels(read_output(out))
+    if mode == "drop":
+        assert set(labels) == {"ep-1:00000"}
+    else:
+        assert len(labels) == 4
+        expected = ["empty_or_truncated"], ["oversize"], ["noop"]
+        if mode == "keep":
+            expected = [], [], []
+        assert (labels["ep-1:00001"], labels["ep-1:00002"], labels["ep-1:00003"]) == expected
+        assert labels["ep-1:00000"] == []
+
+
+def test_config_rejects_unknown_fields_and_ray(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        CurationConfig.model_validate({"filters": {"nope": 1}})
+    with pytest.raises(NotImplementedError):
+        curate(tmp_path, tmp_path / "out", executor="ray")
+
+
+def test_different_actions_on_the_same_screen_are_not_near_duplicates(tmp_path: Path) -> None:
+    # Consecutive steps share most of their screen; only the action tells them apart.
+    listing = "\n".join(f"-rw-r--r-- 1 root root {i * 37} file-{i}.txt" for i in range(30))
+    rows = [
+        step(
+            "shared-screen",
+            i,
+            listing,
+            listing + f"\nroot@sandbox:~# {cmd}",
+            action=Action(name="keys", arguments={"keys": [cmd, "Enter"]}, text=f"{cmd}<Enter>"),
+        )
+        for i, cmd in enumerate(["ls", "wc -l file-1.txt", "cat file-2.txt", "pwd"])
+    ]
+    write_shard(tmp_path / "in" / "transitions" / "terminal", rows)
+    curate(tmp_path / "in", tmp_path / "out")
+    assert read_output(tmp_path / "out").height == 4
