@@ -5,11 +5,11 @@
 setup:
 	bash scripts/setup.sh
 
-# A small end-to-end collection: scripted tasks and an exploring policy, normalized to parquet.
+# The whole pipeline on a small terminal collection: collect in real containers, curate with
+# datatrove, publish a Hub-layout folder to dist/demo, then print its summary.
 demo: setup
-	.venv/bin/worldtrace collect terminal --episodes 8 --workers 2 --out runs/ --run-name demo-script
-	.venv/bin/worldtrace collect terminal --policy explore --episodes 2 --workers 2 --max-steps 30 \
-		--out runs/ --run-name demo-explore
+	.venv/bin/worldtrace run configs/demo-pipeline.yaml
+	.venv/bin/worldtrace inspect dist/demo
 
 test: setup
 	.venv/bin/pytest -q -p no:cacheprovider

@@ -186,6 +186,107 @@ def normalize(
 
 
 @app.command()
+def curate(
+    source: Annotated[Path, typer.Argument(help="a run directory or a folder of runs")],
+    out: Annotated[Path, typer.Option(help="corpus folder to write")],
+    config_file: Annotated[
+        Path | None, typer.Option("--config", "-c", help="YAML curation config")
+    ] = None,
+    workers: Annotated[int, typer.Option(help="datatrove tasks run at the same time")] = 1,
+    executor: Annotated[str, typer.Option(help="local or ray")] = "local",
+) -> None:
+    """Deduplicate, filter, scrub and decontaminate transitions with datatrove (resumable)."""
+    from curation.config import CurationConfig, load_curation_config
+    from curation.pipeline import curate as run_curation
+
+    config = load_curation_config(config_file) if config_file else CurationConfig()
+    report = run_curation(source, out, config, workers=workers, executor=executor)
+    Console().print(report)
+
+
+@app.command()
+def publish(
+    corpus: Annotated[Path, typer.Argument(help="a curated corpus folder")],
+    to: Annotated[Path | None, typer.Option("--to", help="write the Hub layout here")] = None,
+    repo: Annotated[str | None, typer.Option(help="upload to this Hub dataset repo")] = None,
+    private: Annotated[bool, typer.Option(help="create the repo private")] = False,
+    revision: Annotated[str | None, typer.Option(help="branch to upload to")] = None,
+    shard_size_mb: Annotated[int, typer.Option(help="target parquet shard size")] = 500,
+    force: Annotated[bool, typer.Option(help="publish over a different schema")] = False,
+) -> None:
+    """Write a corpus as a Hugging Face dataset folder, and optionally upload it."""
+    import tempfile
+
+    from publishing.hub import push_to_hub
+    from publishing.layout import publish_folder
+
+    if to is None and repo is None:
+        raise _fail("give --to DIR, --repo org/name, or both")
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = to or Path(scratch) / "dataset"
+        Console().print(publish_folder(corpus, folder, shard_size_mb=shard_size_mb))
+        if repo is not None:
+            Console().print(
+                push_to_hub(folder, repo, private=private, revision=revision, force=force)
+            )
+
+
+@app.command()
+def inspect(
+    path: Annotated[str, typer.Argument(help="corpus, published folder or hf://datasets/…")],
+) -> None:
+    """Print rows, episodes, domains, environment versions, lengths and rates."""
+    from publishing.inspect import render, summarize
+
+    for table in render(summarize(path)):
+        Console().print(table)
+
+
+@app.command()
+def export(
+    source: Annotated[Path, typer.Argument(help="published folder or corpus")],
+    format_: Annotated[str, typer.Option("--format", help="agentworld or openai")],
+    out: Annotated[Path, typer.Option(help="folder for the JSONL files")],
+    history: Annotated[int | None, typer.Option(help="past turns to include")] = None,
+) -> None:
+    """Export transitions to a world-model SFT format."""
+    from exports import EXPORTERS
+
+    if format_ not in EXPORTERS:
+        raise _fail(f"unknown format {format_!r} (available: {', '.join(EXPORTERS)})")
+    counts = EXPORTERS[format_](source, out, history=history)
+    for domain, rows in counts.items():
+        Console().print(f"{domain}: {rows} rows")
+
+
+@app.command()
+def run(
+    pipeline_file: Annotated[Path, typer.Argument(help="pipeline YAML: collect, curate, publish")],
+) -> None:
+    """Collect, curate and publish as one Prefect flow; re-running resumes every stage."""
+    from collectors.registry import get_collector
+    from flows.config import ConfigError
+    from flows.pipeline import load_pipeline_config, pipeline
+    from sandboxes.docker import SandboxError, exit_cleanly_on_sigterm
+
+    try:
+        config = load_pipeline_config(pipeline_file)
+    except ConfigError as error:
+        raise _fail(str(error)) from None
+    collector = get_collector(config.collect.domain)
+    exit_cleanly_on_sigterm()
+    _quiet_prefect()
+    try:
+        collector.preflight(collector.environment_config.model_validate(config.collect.environment))
+        summary = pipeline(config)
+    except SandboxError as error:
+        raise _fail(str(error), code=1) from None
+    _print_summary(summary["collect"])
+    Console().print(summary["curate"])
+    Console().print(summary["publish"])
+
+
+@app.command()
 def tasks(domain: Annotated[str, typer.Argument(help="domain")] = "terminal") -> None:
     """List the scripted tasks of a domain."""
     if domain != "terminal":

@@ -1,0 +1,278 @@
+"""The dataset card (``README.md``) of a published corpus.
+
+The YAML front matter declares the licence and one ``datasets`` config per domain plus ``all``,
+so ``datasets.load_dataset(folder_or_repo, "<domain>")`` reads exactly that domain. The body
+documents the schema, per-domain statistics, the environment versions and a polars recipe.
+Nothing time-dependent is written, so the same corpus always yields the same card.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any, Literal, Union, get_args, get_origin
+
+import yaml
+from datasets import Image, Value
+from pydantic import BaseModel
+
+from schemas import SCHEMA_VERSION, Transition, features_of
+from schemas.records import JsonColumn
+
+ALL_CONFIG = "all"
+
+# Descriptions for fields whose pydantic definition has none (better added in schemas/records.py).
+_FALLBACK_DESCRIPTIONS = {
+    "id": "stable id `{episode_id}:{step:05d}`",
+    "episode_id": "episode the step belongs to (see `meta/episodes.parquet`)",
+    "step": "0-based index of the step in its episode",
+    "task": "task given to the policy, if any",
+    "policy.name": "policy name",
+    "action.name": "action kind, e.g. `keys`, `click`",
+    "action.arguments": "action arguments",
+    "action_error": "error the environment reported for the action, if any",
+    "reward": "reward of the step",
+    "terminated": "the episode ended in a terminal state after this step",
+    "truncated": "the episode was cut off after this step",
+    "timing.started_at": "when the step started (UTC)",
+    "timing.step_latency_s": "seconds the environment took to respond",
+    "source.origin": "`collected`, or `imported:<dataset>`",
+    "source.collector_version": "worldtrace version that recorded the row",
+    "source.licence": "licence of the row",
+}
+
+
+def configs(domains: list[str]) -> list[dict[str, Any]]:
+    """Return the ``configs:`` entries: one per domain and ``all`` (the default)."""
+    entries: list[dict[str, Any]] = [
+        {
+            "config_name": ALL_CONFIG,
+            "default": True,
+            "data_files": [{"split": "train", "path": "data/*/*.parquet"}],
+        }
+    ]
+    for domain in sorted(domains):
+        entries.append(
+            {
+                "config_name": domain,
+                "data_files": [{"split": "train", "path": f"data/{domain}/*.parquet"}],
+            }
+        )
+    return entries
+
+
+def front_matter(domains: list[str], licence: str | None, name: str | None) -> dict[str, Any]:
+    """Return the YAML metadata of the card."""
+    meta: dict[str, Any] = {}
+    if licence:
+        meta["license"] = licence
+    if name:
+        meta["pretty_name"] = name
+    meta["tags"] = ["world-model", "agents", "transitions", "worldtrace"]
+    meta["configs"] = configs(domains)
+    return meta
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    if get_origin(annotation) in (Union, types.UnionType):
+        for arg in get_args(annotation):
+            found = _model_of(arg)
+            if found is not None:
+                return found
+        return None
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
+
+
+def _literal_choices(annotation: Any) -> list[str]:
+    if get_origin(annotation) is Literal:
+        return [str(arg) for arg in get_args(annotation)]
+    if get_origin(annotation) in (Union, types.UnionType):
+        return [c for arg in get_args(annotation) for c in _literal_choices(arg)]
+    return []
+
+
+def _type_name(feature: Any) -> str:
+    if isinstance(feature, Value):
+        return feature.dtype
+    if isinstance(feature, Image):
+        return "image (PNG)"
+    return "struct"
+
+
+def schema_rows(
+    model: type[BaseModel] = Transition, prefix: str = ""
+) -> list[tuple[str, str, str]]:
+    """Return ``(field path, type, description)`` for every column and nested field."""
+    rows: list[tuple[str, str, str]] = []
+    features = features_of(model)
+    for name, field in model.model_fields.items():
+        path = f"{prefix}{name}"
+        description = (field.description or _FALLBACK_DESCRIPTIONS.get(path, "")).replace(
+            "|", "\\|"
+        )
+        type_name = _type_name(features[name])
+        if any(isinstance(item, JsonColumn) for item in field.metadata):
+            type_name = "string (JSON object)"
+        choices = _literal_choices(field.annotation)
+        if choices and not description:
+            description = "one of " + ", ".join(f"`{choice}`" for choice in choices)
+        if not field.is_required() and field.default is None:
+            type_name += ", nullable"
+        rows.append((f"`{path}`", type_name, description))
+        nested = _model_of(field.annotation)
+        if nested is not None:
+            rows.extend(schema_rows(nested, prefix=f"{path}."))
+    return rows
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(cell.replace("\n", " ") for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2%}"
+
+
+def render_card(
+    summary: dict[str, Any],
+    licence: str | None = None,
+    name: str | None = None,
+) -> str:
+    """Return the full ``README.md`` text for a corpus described by ``summary``.
+
+    ``summary`` is the result of :func:`publishing.inspect.summarize` over the published data.
+    """
+    domains = list(summary["domains"])
+    meta = front_matter(domains, licence, name)
+    title = name or "worldtrace corpus"
+    parts = [
+        "---",
+        yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).rstrip(),
+        "---",
+        "",
+        f"# {title}",
+        "",
+        "Transitions recorded from real software environments by "
+        "worldtrace: each row is one observation → action → next "
+        "observation step, with the environment version it came from.",
+        "",
+        f"- Rows: {summary['rows']:,}",
+        f"- Episodes: {summary['episodes']:,}",
+        f"- Domains: {', '.join(sorted(domains)) or '-'}",
+        f"- Schema version: {SCHEMA_VERSION}",
+        f"- Licence: {licence or 'see each row `source.licence`'}",
+        "",
+        "## Loading",
+        "",
+        "```python",
+        "from datasets import load_dataset",
+        "",
+        f'ds = load_dataset("<repo>", "{domains[0] if domains else ALL_CONFIG}", split="train")',
+        "```",
+        "",
+        f"Configs: `{ALL_CONFIG}` (every domain) and one per domain: "
+        + ", ".join(f"`{d}`" for d in sorted(domains))
+        + ".",
+        "",
+        "## Per-domain statistics",
+        "",
+        "Observation lengths are in characters. A no-op is a step whose next observation text "
+        "equals its observation text.",
+        "",
+        _table(
+            [
+                "domain",
+                "rows",
+                "episodes",
+                "mean obs len",
+                "p50",
+                "p90",
+                "p99",
+                "action errors",
+                "no-op",
+            ],
+            [
+                [
+                    domain,
+                    f"{row['rows']:,}",
+                    f"{row['episodes']:,}",
+                    f"{row['obs_len_mean']:.0f}",
+                    str(row["obs_len_p50"]),
+                    str(row["obs_len_p90"]),
+                    str(row["obs_len_p99"]),
+                    _rate(row["action_error_rate"]),
+                    _rate(row["noop_rate"]),
+                ]
+                for domain, row in sorted(summary["domains"].items())
+            ],
+        ),
+        "",
+        "## Environment versions",
+        "",
+        "Every environment version in the corpus (also in `meta/environments.json`).",
+        "",
+        _table(
+            ["name", "version", "config hash", "components", "domains", "rows"],
+            [
+                [
+                    f"`{env['env_name']}`",
+                    f"`{env['env_version']}`",
+                    f"`{env['env_config_hash']}`",
+                    f"`{env['env_components']}`",
+                    ", ".join(env["domains"]),
+                    f"{env['rows']:,}",
+                ]
+                for env in summary["environments"]
+            ],
+        ),
+        "",
+        "## Schema",
+        "",
+        "One row per transition. Object-valued fields are stored as JSON strings so every "
+        "domain shares one schema; screenshots are `datasets.Image` columns.",
+        "",
+        _table(["field", "type", "description"], [list(row) for row in schema_rows()]),
+        "",
+        "Episode-level facts are in `meta/episodes.parquet`; `meta/schema.json` holds the "
+        "schema version and Arrow schema, `meta/manifest.json` the sha256 of every file.",
+        "",
+        "## Polars recipes",
+        "",
+        "```python",
+        "import polars as pl",
+        "",
+        'lf = pl.scan_parquet("hf://datasets/<repo>/data/*/*.parquet")',
+        "flat = lf.with_columns(",
+        '    pl.col("action").struct.field("name").alias("action_name"),',
+        '    pl.col("observation").struct.field("text").alias("observation_text"),',
+        ")",
+        "# filter one domain",
+        'terminal = flat.filter(pl.col("domain") == "terminal")',
+        "# sample one episode, in order",
+        'episode_id = terminal.select("episode_id").unique().head(1).collect().item()',
+        'episode = terminal.filter(pl.col("episode_id") == episode_id).sort("step").collect()',
+        "# count actions by name",
+        'flat.group_by("action_name").len().sort("len", descending=True).collect()',
+        "```",
+        "",
+        "`publishing.inspect.scan(path)` in worldtrace gives the same flattened view "
+        "(`observation_text`, `action_text`, `env_version`, …) for local folders and "
+        "`hf://` paths.",
+        "",
+    ]
+    return "\n".join(parts)
+
+
+def read_front_matter(text: str) -> dict[str, Any]:
+    """Parse the YAML front matter of a card (empty dict if there is none)."""
+    if not text.startswith("---"):
+        return {}
+    _, _, rest = text.partition("---")
+    block, sep, _ = rest.partition("\n---")
+    if not sep:
+        return {}
+    loaded = yaml.safe_load(block)
+    return loaded if isinstance(loaded, dict) else {}

@@ -1,0 +1,191 @@
+"""Look inside a corpus: a flattened polars view, a summary, and rich tables of it.
+
+:func:`scan` accepts a corpus folder (``transitions/<domain>/*.parquet``), a published
+Hub-layout folder (``data/<domain>/*.parquet``), a single parquet file, or an
+``hf://datasets/org/name`` path (read natively by polars). The nested record columns are
+flattened to top-level columns named ``<column>_<field>`` (``observation_text``,
+``action_name``, ``env_version``, ``policy_kind`` …); screenshot bytes are dropped from the
+flattened view and replaced by an ``…_has_screenshot`` flag.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from rich.table import Table
+
+QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99)
+
+
+def parquet_glob(path: str) -> str:
+    """Return the parquet glob that holds the transitions under ``path``."""
+    if path.startswith("hf://"):
+        base = path.rstrip("/")
+        return base if base.endswith(".parquet") else f"{base}/data/*/*.parquet"
+    local = Path(path)
+    if local.is_file():
+        return str(local)
+    if (local / "data").is_dir():
+        return str(local / "data" / "*" / "*.parquet")
+    if (local / "transitions").is_dir():
+        return str(local / "transitions" / "*" / "*.parquet")
+    raise FileNotFoundError(
+        f"{path}: neither a corpus folder (transitions/<domain>/) "
+        "nor a published folder (data/<domain>/)"
+    )
+
+
+def _is_image_struct(dtype: pl.DataType) -> bool:
+    if not isinstance(dtype, pl.Struct):
+        return False
+    names = {field.name for field in dtype.fields}
+    return names == {"bytes", "path"}
+
+
+def flatten(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """Flatten the struct columns of a transitions frame into ``<column>_<field>`` columns."""
+    expressions: list[pl.Expr] = []
+    for name, dtype in frame.collect_schema().items():
+        if not isinstance(dtype, pl.Struct):
+            expressions.append(pl.col(name))
+            continue
+        for field in dtype.fields:
+            column = pl.col(name).struct.field(field.name)
+            if _is_image_struct(field.dtype):
+                has = (
+                    column.struct.field("bytes").is_not_null()
+                    | column.struct.field("path").is_not_null()
+                )
+                expressions.append(has.fill_null(False).alias(f"{name}_has_{field.name}"))
+            else:
+                expressions.append(column.alias(f"{name}_{field.name}"))
+    return frame.select(expressions)
+
+
+def scan(path: str) -> pl.LazyFrame:
+    """Return a lazy, flattened view of every transition under ``path``.
+
+    ``path`` is a corpus folder, a published Hub-layout folder, a parquet file or an
+    ``hf://datasets/org/name`` path. Nothing is read until the frame is collected.
+    """
+    return flatten(pl.scan_parquet(parquet_glob(str(path))))
+
+
+def _with_derived(frame: pl.LazyFrame) -> pl.LazyFrame:
+    return frame.with_columns(
+        pl.col("observation_text").str.len_chars().alias("_obs_len"),
+        (pl.col("observation_text") == pl.col("next_observation_text")).alias("_noop"),
+        pl.col("action_error").is_not_null().alias("_error"),
+    )
+
+
+def summarize(path: str | pl.LazyFrame) -> dict[str, Any]:
+    """Return the headline numbers of a corpus.
+
+    Keys: ``rows``, ``episodes``, ``noop_rate``, ``action_error_rate``, ``domains`` (per domain:
+    rows, episodes, mean and quantile observation lengths in characters, no-op and action error
+    rates) and ``environments`` (one entry per distinct environment version with its row count).
+    A no-op is a transition whose next observation text equals its observation text.
+    """
+    frame = _with_derived(path if isinstance(path, pl.LazyFrame) else scan(path))
+    overall = frame.select(
+        pl.len().alias("rows"),
+        pl.col("episode_id").n_unique().alias("episodes"),
+        pl.col("_noop").mean().alias("noop_rate"),
+        pl.col("_error").mean().alias("action_error_rate"),
+    ).collect()
+    per_domain = (
+        frame.group_by("domain")
+        .agg(
+            pl.len().alias("rows"),
+            pl.col("episode_id").n_unique().alias("episodes"),
+            pl.col("_obs_len").mean().alias("obs_len_mean"),
+            *[
+                pl.col("_obs_len")
+                .quantile(q, interpolation="nearest")
+                .cast(pl.Int64)
+                .alias(f"obs_len_p{round(q * 100)}")
+                for q in QUANTILES
+            ],
+            pl.col("_obs_len").max().alias("obs_len_max"),
+            pl.col("_noop").mean().alias("noop_rate"),
+            pl.col("_error").mean().alias("action_error_rate"),
+        )
+        .sort("domain")
+        .collect()
+    )
+    environments = (
+        frame.group_by("env_name", "env_version", "env_config_hash", "env_components")
+        .agg(
+            pl.len().alias("rows"),
+            pl.col("episode_id").n_unique().alias("episodes"),
+            pl.col("domain").unique().sort().alias("domains"),
+        )
+        .sort("env_name", "env_version", "env_config_hash", "env_components")
+        .collect()
+    )
+    head = overall.row(0, named=True) if overall.height else {}
+    rows = int(head.get("rows") or 0)
+    return {
+        "rows": rows,
+        "episodes": int(head.get("episodes") or 0),
+        "noop_rate": float(head["noop_rate"]) if rows else 0.0,
+        "action_error_rate": float(head["action_error_rate"]) if rows else 0.0,
+        "domains": {row.pop("domain"): row for row in per_domain.to_dicts()},
+        "environments": environments.to_dicts(),
+    }
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def render(summary: dict[str, Any]) -> list[Table]:
+    """Return rich tables of a :func:`summarize` result: overview, domains, environments."""
+    overview = Table(title="Corpus")
+    for column in ("rows", "episodes", "domains", "environment versions", "no-op", "action errors"):
+        overview.add_column(column, justify="right")
+    overview.add_row(
+        f"{summary['rows']:,}",
+        f"{summary['episodes']:,}",
+        str(len(summary["domains"])),
+        str(len(summary["environments"])),
+        _rate(summary["noop_rate"]),
+        _rate(summary["action_error_rate"]),
+    )
+
+    domains = Table(title="Domains")
+    domains.add_column("domain")
+    for column in ("rows", "episodes", "obs len mean"):
+        domains.add_column(column, justify="right")
+    for q in QUANTILES:
+        domains.add_column(f"obs len p{round(q * 100)}", justify="right")
+    domains.add_column("no-op", justify="right")
+    domains.add_column("action errors", justify="right")
+    for name, row in summary["domains"].items():
+        domains.add_row(
+            name,
+            f"{row['rows']:,}",
+            f"{row['episodes']:,}",
+            f"{row['obs_len_mean']:.0f}",
+            *[f"{row[f'obs_len_p{round(q * 100)}']}" for q in QUANTILES],
+            _rate(row["noop_rate"]),
+            _rate(row["action_error_rate"]),
+        )
+
+    environments = Table(title="Environment versions")
+    for column in ("name", "version", "config hash", "components", "domains"):
+        environments.add_column(column)
+    environments.add_column("rows", justify="right")
+    for env in summary["environments"]:
+        environments.add_row(
+            env["env_name"],
+            env["env_version"],
+            env["env_config_hash"],
+            env["env_components"],
+            ", ".join(env["domains"]),
+            f"{env['rows']:,}",
+        )
+    return [overview, domains, environments]

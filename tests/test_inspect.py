@@ -1,0 +1,102 @@
+"""The flattened polars view and the summary of a corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from rich.console import Console
+
+from publishing.inspect import parquet_glob, render, scan, summarize
+from publishing.layout import publish_folder
+from tests.test_publish import make_corpus
+
+FLAT = {
+    "observation_text",
+    "observation_format",
+    "observation_meta",
+    "observation_has_screenshot",
+    "action_name",
+    "action_text",
+    "action_arguments",
+    "next_observation_text",
+    "env_name",
+    "env_version",
+    "env_components",
+    "env_config_hash",
+    "policy_kind",
+    "timing_started_at",
+    "source_origin",
+    "domain",
+    "episode_id",
+}
+
+
+@pytest.fixture()
+def folders(tmp_path: Path) -> dict[str, Path]:
+    corpus = make_corpus(tmp_path / "corpus")
+    publish_folder(corpus, tmp_path / "dist")
+    return {"corpus": corpus, "published": tmp_path / "dist"}
+
+
+@pytest.mark.parametrize("kind", ["corpus", "published"])
+def test_scan_flattens(folders: dict[str, Path], kind: str) -> None:
+    frame = scan(str(folders[kind]))
+    assert isinstance(frame, pl.LazyFrame)
+    schema = frame.collect_schema()
+    assert set(schema.names()) >= FLAT
+    assert not any(isinstance(dtype, pl.Struct) for dtype in schema.dtypes())
+    assert not any("screenshot" in name and "has_" not in name for name in schema.names())
+    rows = frame.filter(pl.col("domain") == "web").sort("step").collect()
+    assert rows["observation_text"].to_list() == [f"[1] page {s}" for s in range(4)]
+    assert rows["observation_has_screenshot"].to_list() == [True] * 4
+    assert rows["env_version"].unique().to_list() == ["chromium-156"]
+    assert json.loads(rows["action_arguments"][0]) == {"keys": ["echo hi", "Enter"]}
+    counts = frame.group_by("action_name").len().collect()
+    assert counts.to_dicts() == [{"action_name": "keys", "len": 10}]
+
+
+@pytest.mark.parametrize("kind", ["corpus", "published"])
+def test_summarize_counts(folders: dict[str, Path], kind: str) -> None:
+    summary = summarize(str(folders[kind]))
+    assert summary["rows"] == 10
+    assert summary["episodes"] == 3
+    assert {d: v["rows"] for d, v in summary["domains"].items()} == {"terminal": 6, "web": 4}
+    assert {d: v["episodes"] for d, v in summary["domains"].items()} == {"terminal": 2, "web": 1}
+    web = summary["domains"]["web"]
+    assert web["noop_rate"] == pytest.approx(0.25)
+    assert web["action_error_rate"] == pytest.approx(0.25)
+    assert web["obs_len_p50"] == len("[1] page 0")
+    assert summary["domains"]["terminal"]["noop_rate"] == 0.0
+    assert summary["noop_rate"] == pytest.approx(0.1)
+    assert summary["action_error_rate"] == pytest.approx(0.1)
+    versions = {(e["env_name"], e["env_version"]): e["rows"] for e in summary["environments"]}
+    assert versions == {
+        ("terminal/bash-tmux", "sha256:abc"): 6,
+        ("web/chromium", "chromium-156"): 4,
+    }
+
+
+def test_render_tables(folders: dict[str, Path]) -> None:
+    tables = render(summarize(str(folders["published"])))
+    assert [t.title for t in tables] == ["Corpus", "Domains", "Environment versions"]
+    console = Console(record=True, width=200)
+    for table in tables:
+        console.print(table)
+    text = console.export_text()
+    assert "chromium-156" in text
+    assert "terminal" in text
+
+
+def test_scan_rejects_unknown_folder(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        scan(str(tmp_path))
+
+
+def test_hf_paths_read_the_data_folders() -> None:
+    assert parquet_glob("hf://datasets/org/name") == "hf://datasets/org/name/data/*/*.parquet"
+    assert parquet_glob("hf://datasets/org/name/") == "hf://datasets/org/name/data/*/*.parquet"
+    one = "hf://datasets/org/name/data/web/train-00000-of-00001.parquet"
+    assert parquet_glob(one) == one

@@ -1,0 +1,264 @@
+"""Publishing a corpus as a Hub-layout folder: configs, shards, card, determinism."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from datasets import Image, load_dataset
+from PIL import Image as PILImage
+
+from publishing.card import read_front_matter
+from publishing.layout import MANIFEST, PublishError, manifest_of, publish_folder
+from schemas import EnvironmentRef, Episode, Observation, PolicyRef, Transition, to_table
+from tests.records import make_transition
+
+WEB_ENV = EnvironmentRef(
+    name="web/chromium", version="chromium-156", components={"chromium": "156"}, config_hash="beef"
+)
+
+
+def png(color: str = "red") -> bytes:
+    buffer = io.BytesIO()
+    PILImage.new("RGB", (4, 3), color).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def terminal_rows(episodes: int = 2, steps: int = 3, text: str = "$ ") -> list[Transition]:
+    rows = []
+    for e in range(episodes):
+        for s in range(steps):
+            rows.append(
+                make_transition(
+                    step=s,
+                    episode_id=f"term-{e}",
+                    observation=Observation(format="terminal-screen", text=f"{text}{e}-{s}"),
+                )
+            )
+    return rows
+
+
+def web_rows(steps: int = 4) -> list[Transition]:
+    rows = []
+    for s in range(steps):
+        observation = Observation(format="axtree", text=f"[1] page {s}", screenshot=png())
+        # step 1 is a no-op (same text after), step 2 fails.
+        after_text = observation.text if s == 1 else f"[1] page {s + 1}"
+        rows.append(
+            make_transition(
+                step=s,
+                episode_id="web-0",
+                domain="web",
+                env=WEB_ENV,
+                observation=observation,
+                next_observation=Observation(
+                    format="axtree", text=after_text, screenshot=png("blue")
+                ),
+                action_error="element not found" if s == 2 else None,
+            )
+        )
+    return rows
+
+
+def episodes_of(rows: list[Transition]) -> list[Episode]:
+    out = {}
+    for row in rows:
+        out[row.episode_id] = Episode(
+            episode_id=row.episode_id,
+            run_id="run-1",
+            domain=row.domain,
+            env=row.env,
+            policy=PolicyRef(kind="script", name="task-script", version="1"),
+            seed=0,
+            status="completed",
+            length=sum(1 for r in rows if r.episode_id == row.episode_id),
+            started_at=datetime(2026, 1, 2, tzinfo=UTC),
+            ended_at=datetime(2026, 1, 3, tzinfo=UTC),
+        )
+    return list(out.values())
+
+
+def make_corpus(
+    root: Path, terminal: list[Transition] | None = None, web: list[Transition] | None = None
+) -> Path:
+    """Write a corpus folder with terminal and web transitions, episodes and stats."""
+    terminal = terminal_rows() if terminal is None else terminal
+    web = web_rows() if web is None else web
+    for domain, rows in (("terminal", terminal), ("web", web)):
+        folder = root / "transitions" / domain
+        folder.mkdir(parents=True, exist_ok=True)
+        half = max(1, len(rows) // 2)
+        for index, chunk in enumerate((rows[:half], rows[half:])):
+            if chunk:
+                pq.write_table(to_table(chunk, Transition), folder / f"part-{index:05d}.parquet")
+    pq.write_table(to_table(episodes_of(terminal + web), Episode), root / "episodes.parquet")
+    (root / "stats.json").write_text(json.dumps({"dedup": {"dropped": 0}}))
+    return root
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    return make_corpus(tmp_path / "corpus")
+
+
+@pytest.fixture()
+def published(corpus: Path, tmp_path: Path) -> Path:
+    publish_folder(corpus, tmp_path / "dist" / "demo", licence="cc-by-4.0", name="demo")
+    return tmp_path / "dist" / "demo"
+
+
+def test_layout_and_every_config_loads(published: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "hf-datasets-cache"
+    files = sorted(p.relative_to(published).as_posix() for p in published.rglob("*") if p.is_file())
+    assert "data/terminal/train-00000-of-00001.parquet" in files
+    assert "data/web/train-00000-of-00001.parquet" in files
+    for meta in ("episodes.parquet", "environments.json", "schema.json", "manifest.json"):
+        assert f"meta/{meta}" in files
+    assert "meta/curation_stats.json" in files
+    assert "README.md" in files
+
+    counts = {"terminal": 6, "web": 4, "all": 10}
+    for config, rows in counts.items():
+        dataset = load_dataset(str(published), config, split="train", cache_dir=str(cache))
+        assert dataset.num_rows == rows, config
+        assert isinstance(dataset.features["observation"]["screenshot"], Image)
+    web = load_dataset(str(published), "web", split="train", cache_dir=str(cache))
+    first = web[0]["observation"]["screenshot"]
+    assert first.size == (4, 3)
+    assert sorted(web["step"]) == [0, 1, 2, 3]
+
+
+def test_polars_scans_the_published_folder(published: Path) -> None:
+    frame = pl.scan_parquet(str(published / "data" / "*" / "*.parquet"))
+    counts = frame.group_by("domain").len().sort("domain").collect()
+    assert counts.to_dicts() == [{"domain": "terminal", "len": 6}, {"domain": "web", "len": 4}]
+
+
+def test_meta_files(published: Path) -> None:
+    environments = json.loads((published / "meta" / "environments.json").read_text())
+    by_name = {env["name"]: env for env in environments}
+    assert by_name["terminal/bash-tmux"]["rows"] == 6
+    assert by_name["terminal/bash-tmux"]["components"] == {"bash": "5.2"}
+    assert by_name["web/chromium"] == {
+        "name": "web/chromium",
+        "version": "chromium-156",
+        "config_hash": "beef",
+        "components": {"chromium": "156"},
+        "domains": ["web"],
+        "rows": 4,
+        "episodes": 1,
+    }
+    episodes = pq.read_table(published / "meta" / "episodes.parquet")
+    assert episodes.num_rows == 3
+    schema = json.loads((published / "meta" / "schema.json").read_text())
+    assert schema["schema_version"] == "1.0"
+    manifest = json.loads((published / MANIFEST).read_text())
+    assert manifest == manifest_of(published)
+    assert "README.md" in manifest
+
+
+def test_card_front_matter_lists_configs(published: Path) -> None:
+    text = (published / "README.md").read_text()
+    meta = read_front_matter(text)
+    assert meta["license"] == "cc-by-4.0"
+    names = {c["config_name"]: c["data_files"][0]["path"] for c in meta["configs"]}
+    assert names == {
+        "all": "data/*/*.parquet",
+        "terminal": "data/terminal/*.parquet",
+        "web": "data/web/*.parquet",
+    }
+    # the YAML block parses on its own, and the body has the tables
+    assert yaml.safe_load(text.split("---")[1])["configs"]
+    assert "| `observation.text` | string |" in text
+    assert "| web | 4 | 1 |" in text
+    assert "`chromium-156`" in text
+    assert "## Polars recipes" in text
+
+
+def noise(seed: int) -> str:
+    return "".join(hashlib.sha256(f"{seed}-{i}".encode()).hexdigest() for i in range(10))
+
+
+def test_small_shard_size_makes_consistent_shards(tmp_path: Path) -> None:
+    big = [
+        make_transition(
+            step=s,
+            episode_id=f"big-{s // 50}",
+            observation=Observation(format="terminal-screen", text=noise(s)),
+        )
+        for s in range(3000)
+    ]
+    corpus = make_corpus(tmp_path / "corpus", terminal=big)
+    report = publish_folder(corpus, tmp_path / "dist", shard_size_mb=0.2, full_validation=True)
+    shards = sorted((tmp_path / "dist" / "data" / "terminal").glob("*.parquet"))
+    assert len(shards) > 1
+    total = len(shards)
+    assert [s.name for s in shards] == [
+        f"train-{i:05d}-of-{total:05d}.parquet" for i in range(total)
+    ]
+    assert report.shards["terminal"] == [s.name for s in shards]
+    assert sum(pq.ParquetFile(s).metadata.num_rows for s in shards) == 3000
+    dataset = load_dataset(
+        str(tmp_path / "dist"), "terminal", split="train", cache_dir=str(tmp_path / "cache")
+    )
+    assert dataset.num_rows == 3000
+
+
+def test_republishing_gives_identical_files(corpus: Path, tmp_path: Path) -> None:
+    dest = tmp_path / "dist"
+    publish_folder(corpus, dest, licence="mit")
+    first = {p: v["sha256"] for p, v in manifest_of(dest).items()}
+    publish_folder(corpus, dest, licence="mit")
+    second = {p: v["sha256"] for p, v in manifest_of(dest).items()}
+    assert first == second
+    assert not list(tmp_path.glob(".dist.*"))  # no temp folders left behind
+
+
+def test_killed_publish_leaves_dest_intact_and_rerun_completes(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import publishing.layout as layout
+
+    dest = tmp_path / "dist"
+    publish_folder(corpus, dest)
+    before = manifest_of(dest)
+    # a leftover temp folder of a killed run, and a crash during validation
+    (tmp_path / ".dist.publishing-999999" / "data").mkdir(parents=True)
+
+    def crash(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(layout, "validate_folder", crash)
+    with pytest.raises(KeyboardInterrupt):
+        publish_folder(corpus, dest)
+    assert manifest_of(dest) == before
+    monkeypatch.undo()
+    publish_folder(corpus, dest)
+    assert manifest_of(dest) == before
+    assert not list(tmp_path.glob(".dist.*"))
+
+
+def test_unrelated_dest_folder_is_not_replaced(corpus: Path, tmp_path: Path) -> None:
+    dest = tmp_path / "important"
+    dest.mkdir()
+    (dest / "notes.txt").write_text("keep me")
+    with pytest.raises(PublishError, match="not a published corpus"):
+        publish_folder(corpus, dest)
+    assert (dest / "notes.txt").read_text() == "keep me"
+
+
+def test_foreign_schema_is_refused(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    corpus = make_corpus(tmp_path / "corpus")
+    pq.write_table(pa.table({"id": ["x"]}), corpus / "transitions" / "web" / "bad.parquet")
+    with pytest.raises(PublishError, match="missing"):
+        publish_folder(corpus, tmp_path / "dist")
+    assert not (tmp_path / "dist").exists()
