@@ -19,12 +19,14 @@ datatrove's MinHash requires.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from datatrove.executor.base import PipelineExecutor
 from datatrove.executor.local import LocalPipelineExecutor
 from datatrove.pipeline.base import PipelineStep
 from pydantic import BaseModel
@@ -176,23 +178,72 @@ def _derive_episodes(input_dir: Path, paths: _Paths) -> int | None:
     return table.num_rows
 
 
-def _run_local(
-    name: str, pipeline: list[PipelineStep], tasks: int, workers: int, logs: Path
-) -> bool:
-    """Run one stage; return whether any task had to run. Raise if a task is left incomplete."""
-    executor = LocalPipelineExecutor(
-        pipeline=pipeline,
-        tasks=tasks,
-        workers=max(1, min(workers, tasks)),
-        logging_dir=str(logs / name),
+def _make_executor(
+    kind: str, pipeline: list[PipelineStep], tasks: int, workers: int, logging_dir: Path
+) -> PipelineExecutor:
+    """A datatrove executor of ``kind`` for one stage; both kinds share the logging layout."""
+    workers = max(1, min(workers, tasks))
+    if kind == "ray":
+        from datatrove.executor.ray import RayPipelineExecutor
+
+        return RayPipelineExecutor(
+            pipeline=pipeline,
+            tasks=tasks,
+            workers=workers,
+            logging_dir=str(logging_dir),
+            cpus_per_task=1,
+            mem_per_cpu_gb=1,
+        )
+    return LocalPipelineExecutor(
+        pipeline=pipeline, tasks=tasks, workers=workers, logging_dir=str(logging_dir)
     )
-    pending = executor.get_incomplete_ranks()
-    if pending:
-        executor.run()
+
+
+def _check_complete(name: str, executor: PipelineExecutor) -> None:
+    """Raise :class:`CurationError` if any rank of the stage has no completion marker."""
     incomplete = executor.get_incomplete_ranks()
     if incomplete:
         raise CurationError(f"curation stage {name!r} left tasks {incomplete} incomplete")
+
+
+def _run_stage(
+    name: str,
+    pipeline: list[PipelineStep],
+    tasks: int,
+    workers: int,
+    logs: Path,
+    kind: str = "local",
+) -> bool:
+    """Run one stage; return whether any task had to run. Raise if a task is left incomplete.
+
+    Completion is read from the stage's ``completions/`` folder for both executors: Ray's
+    ``run()`` only logs a warning when tasks fail, so its result is never trusted.
+    """
+    executor = _make_executor(kind, pipeline, tasks, workers, logs / name)
+    pending = executor.get_incomplete_ranks()
+    if pending:
+        executor.run()
+    _check_complete(name, executor)
     return bool(pending)
+
+
+def _start_ray(workers: int) -> bool:
+    """Connect to Ray; return whether this call started a local instance to shut down later.
+
+    An initialised Ray or ``RAY_ADDRESS`` means an existing cluster; otherwise a local
+    instance with ``workers`` CPUs is started.
+    """
+    try:
+        import ray
+    except ImportError as error:
+        raise CurationError("executor 'ray' needs the ray package: pip install ray") from error
+    if ray.is_initialized():
+        return False
+    if os.environ.get("RAY_ADDRESS"):
+        ray.init(address=os.environ["RAY_ADDRESS"])
+        return False
+    ray.init(num_cpus=max(1, workers), include_dashboard=False)
+    return True
 
 
 def curate(
@@ -206,10 +257,13 @@ def curate(
 
     Re-running on the same output finishes only the missing work; a finished output is left
     as it is. Raises :class:`CurationError` when a stage leaves tasks incomplete.
+
+    ``executor`` is ``"local"`` (datatrove's local executor, ``workers`` processes) or
+    ``"ray"``: the same stages and logging folders on Ray, using the initialised Ray or the
+    cluster at ``RAY_ADDRESS``, else a local instance of ``workers`` CPUs started and shut
+    down by this call.
     """
-    if executor == "ray":
-        raise NotImplementedError("the Ray executor is not wired in yet; use executor='local'")
-    if executor != "local":
+    if executor not in ("local", "ray"):
         raise ValueError(f"unknown executor {executor!r} (expected 'local' or 'ray')")
     config = config or CurationConfig()
     input_dir, output_dir = Path(input_dir).resolve(), Path(output_dir).resolve()
@@ -225,8 +279,16 @@ def curate(
         )
     settings_file.write_text(json.dumps(settings, indent=2, sort_keys=True))
     ran, skipped = [], []
-    for name, pipeline, tasks in _stages(config, paths):
-        (ran if _run_local(name, pipeline, tasks, workers, paths.logs) else skipped).append(name)
+    started_ray = _start_ray(workers) if executor == "ray" else False
+    try:
+        for name, pipeline, tasks in _stages(config, paths):
+            did_run = _run_stage(name, pipeline, tasks, workers, paths.logs, executor)
+            (ran if did_run else skipped).append(name)
+    finally:
+        if started_ray:
+            import ray
+
+            ray.shutdown()
     _merge_quarantine(paths)
     episodes = _derive_episodes(input_dir, paths)
     extra: dict[str, Any] = {"config": settings, "episodes_out": episodes}

@@ -329,11 +329,13 @@ def test_filter_modes(tmp_path: Path, mode: str) -> None:
         assert labels["ep-1:00000"] == []
 
 
-def test_config_rejects_unknown_fields_and_ray(tmp_path: Path) -> None:
+def test_config_rejects_unknown_fields_and_executors(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         CurationConfig.model_validate({"filters": {"nope": 1}})
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(FileNotFoundError):
         curate(tmp_path, tmp_path / "out", executor="ray")
+    with pytest.raises(ValueError, match="dask"):
+        curate(tmp_path, tmp_path / "out", executor="dask")
 
 
 def test_different_actions_on_the_same_screen_are_not_near_duplicates(tmp_path: Path) -> None:
