@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import random
 import shutil
 import statistics
@@ -37,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+from common import loadavg, machine_info, write_report
 from datatrove.executor.local import LocalPipelineExecutor
 
 from curation.config import CurationConfig
@@ -494,13 +493,6 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
-def loadavg() -> list[float]:
-    try:
-        return [round(v, 2) for v in os.getloadavg()]
-    except OSError:
-        return []
-
-
 def print_report(report: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -628,13 +620,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "benchmark": "curate",
         "created_at": datetime.now(UTC).isoformat(),
         "quick": args.quick,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "loadavg_start": loadavg_start,
-            "loadavg_end": loadavg(),
-        },
+        "machine": machine_info(loadavg_start),
         "rows": rows,
         "rounds": rounds,
         "input_shards": len(shards),
@@ -648,8 +634,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "results_file": str(args.output),
     }
     print_report(report)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    write_report(args.output, report)
     return 0
 
 

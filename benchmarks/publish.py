@@ -24,9 +24,6 @@ Numbers are printed and written to ``benchmarks/results/publish.json``.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import shutil
 import statistics
 import sys
@@ -41,6 +38,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from common import loadavg, machine_info, write_report
 from curate import transition_rows
 
 import publishing.layout as layout
@@ -202,13 +200,6 @@ def timed_query(make: Callable[[], pl.LazyFrame]) -> tuple[float, pl.DataFrame]:
 
 def median(values: Sequence[float]) -> float:
     return statistics.median(values)
-
-
-def loadavg() -> list[float]:
-    try:
-        return [round(v, 2) for v in os.getloadavg()]
-    except OSError:
-        return []
 
 
 def alternate(
@@ -384,15 +375,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "benchmark": "publish",
         "created_at": datetime.now(UTC).isoformat(),
         "quick": args.quick,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "polars": pl.__version__,
-            "pyarrow": pa.__version__,
-            "loadavg_start": loadavg_start,
-            "loadavg_end": loadavg(),
-        },
+        "machine": machine_info(loadavg_start)
+        | {"polars": pl.__version__, "pyarrow": pa.__version__},
         "publish": publish,
         "publish_runs": runs,
         "query": query_result,
@@ -400,8 +384,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "results_file": str(args.output),
     }
     print_report(report)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    write_report(args.output, report)
     return 0
 
 

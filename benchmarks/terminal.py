@@ -29,9 +29,7 @@ Numbers are printed and written to ``benchmarks/results/terminal.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import shlex
 import statistics
 import sys
@@ -43,6 +41,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from common import loadavg, machine_info, write_report
 
 from collectors.base import EpisodePlan, HistoryItem, Policy, RawObservation
 from collectors.episode import EpisodeLimits, run_episode
@@ -119,13 +119,6 @@ def ms(seconds: float | None) -> float | None:
 
 def median(values: Sequence[float]) -> float | None:
     return statistics.median(values) if values else None
-
-
-def loadavg() -> list[float]:
-    try:
-        return [round(v, 2) for v in os.getloadavg()]
-    except OSError:
-        return []
 
 
 def container_cpu_s(container_id: str) -> float | None:
@@ -814,13 +807,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "benchmark": "terminal",
         "created_at": datetime.now(UTC).isoformat(),
         "quick": args.quick,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "loadavg_start": loadavg_start,
-            "loadavg_end": loadavg(),
-        },
+        "machine": machine_info(loadavg_start),
         "image": config.image,
         "image_id": image_id,
         "image_ids_seen": sorted(seen),
@@ -832,8 +819,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "elapsed_s": round(time.monotonic() - started, 1),
         "results_file": str(args.output),
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    write_report(args.output, report)
     print_report(report)
     return 0
 
