@@ -32,7 +32,7 @@ from datatrove.utils.text import TextNormConfig
 from datatrove.utils.word_tokenizers import WordTokenizer
 
 from curation.config import MinhashSettings
-from curation.documents import section_texts
+from curation.documents import rendered_action, section_texts
 from curation.tally import TallyStep
 
 _RECORD = struct.Struct("<QI")
@@ -181,9 +181,6 @@ def minhash_config(settings: MinhashSettings) -> MinhashConfig:
     )
 
 
-_ACTION_SECTION = re.compile(r"\n### Action\n(.*)\n### Next observation\n", re.DOTALL)
-
-
 class ActionScopedMinhashSignature(MinhashDedupSignature):
     """MinHash stage 1 where only transitions with the same action can be near-duplicates.
 
@@ -195,8 +192,8 @@ class ActionScopedMinhashSignature(MinhashDedupSignature):
 
     def get_shingles(self, text: str) -> np.ndarray:
         """Return the screens' shingles, each hashed together with the action text."""
-        match = _ACTION_SECTION.search(text)
-        action = match.group(1) if match else ""
+        # MinHash stage 1 sees only the text, so the action is read back from the rendering.
+        action = rendered_action(text)
         shingles = super().get_shingles(text)
         if not action:
             return shingles

@@ -8,6 +8,7 @@ as stored (JSON columns as strings, screenshots as ``{"bytes", "path"}`` structs
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,25 +24,36 @@ TRANSITION_COLUMNS: tuple[str, ...] = tuple(arrow_schema_of(Transition).names)
 TRANSITIONS_GLOB = "*/*.parquet"
 
 
+def row_texts(row: dict[str, Any]) -> tuple[str, str, str]:
+    """Return the observation, action and next observation texts of a transition row."""
+    return (
+        (row.get("observation") or {}).get("text") or "",
+        (row.get("action") or {}).get("text") or "",
+        (row.get("next_observation") or {}).get("text") or "",
+    )
+
+
+def section_texts(doc: Document) -> tuple[str, str, str]:
+    """Return the observation, action and next observation texts of a document's row."""
+    return row_texts(doc.metadata)
+
+
 def render_transition(row: dict[str, Any]) -> str:
     """Return the text of a transition row: three headed sections, never empty."""
-    observation = (row.get("observation") or {}).get("text") or ""
-    action = (row.get("action") or {}).get("text") or ""
-    next_observation = (row.get("next_observation") or {}).get("text") or ""
+    observation, action, next_observation = row_texts(row)
     return (
         f"### Observation\n{observation}\n### Action\n{action}\n"
         f"### Next observation\n{next_observation}"
     )
 
 
-def section_texts(doc: Document) -> tuple[str, str, str]:
-    """Return the observation, action and next observation texts of a document's row."""
-    row = doc.metadata
-    return (
-        (row.get("observation") or {}).get("text") or "",
-        (row.get("action") or {}).get("text") or "",
-        (row.get("next_observation") or {}).get("text") or "",
-    )
+_ACTION_SECTION = re.compile(r"\n### Action\n(.*)\n### Next observation\n", re.DOTALL)
+
+
+def rendered_action(text: str) -> str:
+    """Return the action section of a :func:`render_transition` text ('' if there is none)."""
+    match = _ACTION_SECTION.search(text)
+    return match.group(1) if match else ""
 
 
 class QuarantineLog:
