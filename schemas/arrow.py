@@ -7,8 +7,10 @@ as images is always present. Nothing here restates a field list.
 
 from __future__ import annotations
 
+import functools
 import json
 import types
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
@@ -40,45 +42,59 @@ def _unwrap_optional(annotation: Any) -> Any:
     return annotation
 
 
-def _column_kind(annotation: Any, metadata: list[Any]) -> tuple[Any, str | None]:
-    """Return the bare type and a storage marker ('json', 'image' or None)."""
+@dataclass(frozen=True)
+class _Column:
+    """How one field is stored: its bare type and kind ('json', 'image', 'model' or None)."""
+
+    name: str
+    base: Any
+    kind: str | None
+
+
+def _column(name: str, annotation: Any, metadata: list[Any]) -> _Column:
     annotation = _unwrap_optional(annotation)
     if get_origin(annotation) is Annotated:
         base, *extra = get_args(annotation)
         metadata = [*metadata, *extra]
         annotation = base
     if any(isinstance(item, JsonColumn) for item in metadata):
-        return annotation, "json"
+        return _Column(name, annotation, "json")
     if any(isinstance(item, ImageColumn) for item in metadata):
-        return annotation, "image"
-    return annotation, None
+        return _Column(name, annotation, "image")
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return _Column(name, annotation, "model")
+    return _Column(name, annotation, None)
 
 
-def _feature_for(annotation: Any, metadata: list[Any]) -> Any:
-    base, marker = _column_kind(annotation, metadata)
-    if marker == "json":
+@functools.cache
+def _columns(model: type[BaseModel]) -> tuple[_Column, ...]:
+    # Derived once per model: rows are converted by the million, the fields never change.
+    return tuple(
+        _column(name, field.annotation, list(field.metadata))
+        for name, field in model.model_fields.items()
+    )
+
+
+def _feature_for(column: _Column) -> Any:
+    if column.kind == "json":
         return Value("string")
-    if marker == "image":
+    if column.kind == "image":
         return Image()
-    if isinstance(base, type) and issubclass(base, BaseModel):
-        return features_of(base)
-    if get_origin(base) is Literal:
+    if column.kind == "model":
+        return features_of(column.base)
+    if get_origin(column.base) is Literal:
         return Value("string")
-    if base in _SCALARS:
-        return Value(_SCALARS[base])
-    raise TypeError(f"no column type for annotation {annotation!r}")
+    if column.base in _SCALARS:
+        return Value(_SCALARS[column.base])
+    raise TypeError(f"no column type for field {column.name!r} ({column.base!r})")
 
 
 def features_of(model: type[BaseModel]) -> Features:
     """Return the ``datasets.Features`` describing rows of ``model``."""
-    return Features(
-        {
-            name: _feature_for(field.annotation, list(field.metadata))
-            for name, field in model.model_fields.items()
-        }
-    )
+    return Features({column.name: _feature_for(column) for column in _columns(model)})
 
 
+@functools.cache
 def arrow_schema_of(model: type[BaseModel]) -> pa.Schema:
     """Return the Arrow schema of ``model`` with the ``datasets`` and worldtrace metadata."""
     schema = features_of(model).arrow_schema
@@ -88,47 +104,43 @@ def arrow_schema_of(model: type[BaseModel]) -> pa.Schema:
     return schema.with_metadata(metadata)
 
 
-def _to_cell(value: Any, annotation: Any, metadata: list[Any]) -> Any:
+def _to_cell(value: Any, column: _Column) -> Any:
     if value is None:
         return None
-    base, marker = _column_kind(annotation, metadata)
-    if marker == "json":
+    if column.kind == "json":
         return json.dumps(value, sort_keys=True, ensure_ascii=False)
-    if marker == "image":
+    if column.kind == "image":
         return {"bytes": value, "path": None}
-    if isinstance(base, type) and issubclass(base, BaseModel):
+    if column.kind == "model":
         return to_row(value)
     return value
 
 
 def to_row(record: BaseModel) -> dict[str, Any]:
     """Convert a record to an Arrow-ready row (JSON columns as strings, images as structs)."""
-    fields = type(record).model_fields
     return {
-        name: _to_cell(getattr(record, name), field.annotation, list(field.metadata))
-        for name, field in fields.items()
+        column.name: _to_cell(getattr(record, column.name), column)
+        for column in _columns(type(record))
     }
 
 
-def _from_cell(value: Any, annotation: Any, metadata: list[Any]) -> Any:
+def _from_cell(value: Any, column: _Column) -> Any:
     if value is None:
         return None
-    base, marker = _column_kind(annotation, metadata)
-    if marker == "json":
+    if column.kind == "json":
         return json.loads(value) if isinstance(value, str) else value
-    if marker == "image":
+    if column.kind == "image":
         return value.get("bytes") if isinstance(value, dict) else value
-    if isinstance(base, type) and issubclass(base, BaseModel) and isinstance(value, dict):
-        return _from_row_data(base, value)
+    if column.kind == "model" and isinstance(value, dict):
+        return _from_row_data(column.base, value)
     return value
 
 
 def _from_row_data(model: type[BaseModel], row: dict[str, Any]) -> dict[str, Any]:
-    fields = model.model_fields
     data = dict(row)
-    for name, field in fields.items():
-        if name in data:
-            data[name] = _from_cell(data[name], field.annotation, list(field.metadata))
+    for column in _columns(model):
+        if column.name in data:
+            data[column.name] = _from_cell(data[column.name], column)
     return data
 
 
