@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,3 +33,8 @@ def write_report(path: Path, report: dict[str, Any]) -> None:
     """Save a report as JSON (benchmarks/results/ is git-ignored)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+
+
+def log(message: str) -> None:
+    """Progress goes to stderr, so stdout holds only the report tables."""
+    print(message, file=sys.stderr, flush=True)

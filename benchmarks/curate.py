@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
-from common import loadavg, machine_info, write_report
+from common import loadavg, log, machine_info, write_report
 from datatrove.executor.local import LocalPipelineExecutor
 
 from curation.config import CurationConfig
@@ -582,9 +582,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows = args.rows or (3000 if args.quick else 20_000)
     rounds = args.rounds or (2 if args.quick else 3)
-
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
 
     started = time.monotonic()
     loadavg_start = loadavg()

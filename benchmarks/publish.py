@@ -38,7 +38,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from common import loadavg, machine_info, write_report
+from common import loadavg, log, machine_info, write_report
 from curate import transition_rows
 
 import publishing.layout as layout
@@ -291,9 +291,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     query_rows = args.query_rows or 1_000_000
     rounds = args.rounds or (2 if args.quick else 3)
     query_rounds = args.query_rounds or (3 if args.quick else 7)
-
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
 
     started = time.monotonic()
     loadavg_start = loadavg()

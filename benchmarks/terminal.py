@@ -42,7 +42,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from common import loadavg, machine_info, write_report
+from common import loadavg, log, machine_info, write_report
 
 from collectors.base import EpisodePlan, HistoryItem, Policy, RawObservation
 from collectors.episode import EpisodeLimits, run_episode
@@ -773,9 +773,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     throughput_steps = args.throughput_steps or (20 if args.quick else 200)
     throughput_rounds = args.throughput_rounds or (1 if args.quick else 3)
     config = TerminalConfig(image=args.image)
-
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
 
     exit_cleanly_on_sigterm()
     try:
