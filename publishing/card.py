@@ -15,6 +15,7 @@ import yaml
 from datasets import Image, Value
 from pydantic import BaseModel
 
+from publishing.inspect import DOMAIN_COLUMNS, domain_cells
 from schemas import SCHEMA_VERSION, Transition, features_of
 from schemas.records import JsonColumn
 
@@ -132,10 +133,6 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _rate(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2%}"
-
-
 def render_card(
     summary: dict[str, Any],
     licence: str | None = None,
@@ -183,31 +180,8 @@ def render_card(
         "equals its observation text.",
         "",
         _table(
-            [
-                "domain",
-                "rows",
-                "episodes",
-                "mean obs len",
-                "p50",
-                "p90",
-                "p99",
-                "action errors",
-                "no-op",
-            ],
-            [
-                [
-                    domain,
-                    f"{row['rows']:,}",
-                    f"{row['episodes']:,}",
-                    f"{row['obs_len_mean']:.0f}",
-                    str(row["obs_len_p50"]),
-                    str(row["obs_len_p90"]),
-                    str(row["obs_len_p99"]),
-                    _rate(row["action_error_rate"]),
-                    _rate(row["noop_rate"]),
-                ]
-                for domain, row in sorted(summary["domains"].items())
-            ],
+            list(DOMAIN_COLUMNS),
+            [domain_cells(domain, row) for domain, row in sorted(summary["domains"].items())],
         ),
         "",
         "## Environment versions",

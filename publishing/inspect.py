@@ -142,6 +142,30 @@ def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
+DOMAIN_COLUMNS: tuple[str, ...] = (
+    "domain",
+    "rows",
+    "episodes",
+    "obs len mean",
+    *(f"obs len p{round(q * 100)}" for q in QUANTILES),
+    "no-op",
+    "action errors",
+)
+
+
+def domain_cells(name: str, row: dict[str, Any]) -> list[str]:
+    """Return one domain's statistics as table cells, in :data:`DOMAIN_COLUMNS` order."""
+    return [
+        name,
+        f"{row['rows']:,}",
+        f"{row['episodes']:,}",
+        f"{row['obs_len_mean']:.0f}",
+        *[f"{row[f'obs_len_p{round(q * 100)}']}" for q in QUANTILES],
+        _rate(row["noop_rate"]),
+        _rate(row["action_error_rate"]),
+    ]
+
+
 def render(summary: dict[str, Any]) -> list[Table]:
     """Return rich tables of a :func:`summarize` result: overview, domains, environments."""
     overview = Table(title="Corpus")
@@ -157,23 +181,10 @@ def render(summary: dict[str, Any]) -> list[Table]:
     )
 
     domains = Table(title="Domains")
-    domains.add_column("domain")
-    for column in ("rows", "episodes", "obs len mean"):
-        domains.add_column(column, justify="right")
-    for q in QUANTILES:
-        domains.add_column(f"obs len p{round(q * 100)}", justify="right")
-    domains.add_column("no-op", justify="right")
-    domains.add_column("action errors", justify="right")
+    for index, column in enumerate(DOMAIN_COLUMNS):
+        domains.add_column(column, justify="left" if index == 0 else "right")
     for name, row in summary["domains"].items():
-        domains.add_row(
-            name,
-            f"{row['rows']:,}",
-            f"{row['episodes']:,}",
-            f"{row['obs_len_mean']:.0f}",
-            *[f"{row[f'obs_len_p{round(q * 100)}']}" for q in QUANTILES],
-            _rate(row["noop_rate"]),
-            _rate(row["action_error_rate"]),
-        )
+        domains.add_row(*domain_cells(name, row))
 
     environments = Table(title="Environment versions")
     for column in ("name", "version", "config hash", "components", "domains"):
