@@ -95,7 +95,7 @@ def summarize(path: str | pl.LazyFrame) -> dict[str, Any]:
         pl.col("episode_id").n_unique().alias("episodes"),
         pl.col("_noop").mean().alias("noop_rate"),
         pl.col("_error").mean().alias("action_error_rate"),
-    ).collect()
+    )
     per_domain = (
         frame.group_by("domain")
         .agg(
@@ -114,7 +114,6 @@ def summarize(path: str | pl.LazyFrame) -> dict[str, Any]:
             pl.col("_error").mean().alias("action_error_rate"),
         )
         .sort("domain")
-        .collect()
     )
     environments = (
         frame.group_by("env_name", "env_version", "env_config_hash", "env_components")
@@ -124,8 +123,9 @@ def summarize(path: str | pl.LazyFrame) -> dict[str, Any]:
             pl.col("domain").unique().sort().alias("domains"),
         )
         .sort("env_name", "env_version", "env_config_hash", "env_components")
-        .collect()
     )
+    # One plan for the three queries: polars reads the shards once, not three times.
+    overall, per_domain, environments = pl.collect_all([overall, per_domain, environments])
     head = overall.row(0, named=True) if overall.height else {}
     rows = int(head.get("rows") or 0)
     return {
