@@ -288,6 +288,38 @@ class DockerSandbox:
             raise SandboxDied(f"cannot start {shlex.join(command)}: {error}") from None
         return ExecStream(raw, self.container)
 
+    def start_background(
+        self,
+        command: list[str],
+        log_path: str,
+        workdir: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> str:
+        """Start a long-running process (a server) detached; return its exec id.
+
+        Stdout and stderr are appended to ``log_path`` inside the container. The process lives
+        until it exits or the container goes; ask :meth:`background_exit_code` whether it did.
+        """
+        # `exec "$@"` replaces the shell, so the exit code docker reports is the process's own.
+        argv = ["sh", "-c", 'log=$1; shift; exec "$@" >>"$log" 2>&1', "sh", log_path, *command]
+        api = self.client.api
+        try:
+            exec_id = api.exec_create(
+                self.container.id, argv, workdir=workdir, environment=env or {}
+            )["Id"]
+            api.exec_start(exec_id, detach=True)
+        except docker.errors.APIError as error:
+            raise SandboxDied(f"cannot start {shlex.join(command)}: {error}") from None
+        return exec_id
+
+    def background_exit_code(self, exec_id: str) -> int | None:
+        """Return the exit code of a process from :meth:`start_background`, None while it runs."""
+        try:
+            state = self.client.api.exec_inspect(exec_id)
+        except docker.errors.APIError as error:
+            raise SandboxDied(f"cannot inspect process {exec_id[:12]}: {error}") from None
+        return None if state.get("Running") else int(state.get("ExitCode") or 0)
+
     def put_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
         """Write ``data`` to ``path`` inside the container (parent directory must exist)."""
         buffer = io.BytesIO()

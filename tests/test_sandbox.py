@@ -94,3 +94,21 @@ def test_sandboxes_are_removed_on_ctrl_c_and_sigterm(terminal_image, sig):
     assert not client.containers.list(
         all=True, filters={"label": [LABEL, f"{OWNER_PID_LABEL}={process.pid}"]}
     )
+
+
+def test_background_process_runs_detached_logs_and_reports_its_exit(terminal_image):
+    with DockerSandbox(terminal_image) as sandbox:
+        server = sandbox.start_background(
+            ["sh", "-c", "echo started; echo oops >&2; sleep 100"], log_path="/tmp/server.log"
+        )
+        crashing = sandbox.start_background(["sh", "-c", "exit 7"], log_path="/tmp/crash.log")
+        deadline = time.monotonic() + 10
+        while sandbox.background_exit_code(crashing) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sandbox.background_exit_code(crashing) == 7
+        assert sandbox.background_exit_code(server) is None
+        while "oops" not in sandbox.exec("cat /tmp/server.log").text:
+            assert time.monotonic() < deadline, "the background process wrote no log"
+            time.sleep(0.05)
+        assert sandbox.exec("cat /tmp/server.log").text == "started\noops\n"
+        assert sandbox.exec("pgrep -x sleep").exit_code == 0
