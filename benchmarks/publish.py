@@ -54,7 +54,7 @@ BATCH = 20_000
 TIMED_PARTS = (
     "_write_transitions",
     "_write_episodes",
-    "summarize",
+    "summarize_stats",
     "render_card",
     "manifest_of",
     "validate_folder",

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
 from rich.table import Table
 
 QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99)
@@ -70,26 +72,68 @@ def scan(path: str) -> pl.LazyFrame:
     ``path`` is a corpus folder, a published Hub-layout folder, a parquet file or an
     ``hf://datasets/org/name`` path. Nothing is read until the frame is collected.
     """
-    return flatten(pl.scan_parquet(parquet_glob(str(path))))
+    # One scan over every shard (polars expands the glob itself), not a concat of per-file
+    # scans; the shard folders are domain names, not key=value hive partitions.
+    return flatten(pl.scan_parquet(parquet_glob(str(path)), hive_partitioning=False))
 
 
-def _with_derived(frame: pl.LazyFrame) -> pl.LazyFrame:
-    return frame.with_columns(
+# The per-row inputs of :func:`summarize`. Publishing computes them with pyarrow from the
+# batches it writes (:func:`arrow_row_stats`) instead of reading the shards back.
+ENV_KEYS: tuple[str, ...] = ("env_name", "env_version", "env_config_hash", "env_components")
+STAT_COLUMNS: tuple[str, ...] = ("domain", "episode_id", *ENV_KEYS, "_obs_len", "_noop", "_error")
+
+
+def row_stats(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """Return the :data:`STAT_COLUMNS` of a flattened transitions frame (see :func:`scan`)."""
+    return frame.select(
+        "domain",
+        "episode_id",
+        *ENV_KEYS,
         pl.col("observation_text").str.len_chars().alias("_obs_len"),
         (pl.col("observation_text") == pl.col("next_observation_text")).alias("_noop"),
         pl.col("action_error").is_not_null().alias("_error"),
     )
 
 
+def arrow_row_stats(table: pa.Table) -> pa.Table:
+    """Return the :data:`STAT_COLUMNS` of a nested Transition table, as :func:`row_stats` does.
+
+    The environment columns are dictionary-encoded: they repeat on every row, and the stats
+    of a whole corpus are held in memory until it is summarized.
+    """
+    observation = pc.struct_field(table["observation"], "text")
+    after = pc.struct_field(table["next_observation"], "text")
+    env = table["env"]
+    columns = {
+        "domain": table["domain"],
+        "episode_id": table["episode_id"],
+        **{
+            key: pc.dictionary_encode(pc.struct_field(env, key.removeprefix("env_")))
+            for key in ENV_KEYS
+        },
+        # utf8_length counts code points, like polars' str.len_chars.
+        "_obs_len": pc.utf8_length(observation).cast(pa.uint32()),
+        "_noop": pc.equal(observation, after),
+        "_error": pc.is_valid(table["action_error"]),
+    }
+    return pa.table(columns)
+
+
 def summarize(path: str | pl.LazyFrame) -> dict[str, Any]:
     """Return the headline numbers of a corpus.
 
-    Keys: ``rows``, ``episodes``, ``noop_rate``, ``action_error_rate``, ``domains`` (per domain:
-    rows, episodes, mean and quantile observation lengths in characters, no-op and action error
-    rates) and ``environments`` (one entry per distinct environment version with its row count).
-    A no-op is a transition whose next observation text equals its observation text.
+    ``path`` is anything :func:`scan` accepts, or an already flattened frame. Keys: ``rows``,
+    ``episodes``, ``noop_rate``, ``action_error_rate``, ``domains`` (per domain: rows,
+    episodes, mean and quantile observation lengths in characters, no-op and action error
+    rates) and ``environments`` (one entry per distinct environment version with its row
+    count). A no-op is a transition whose next observation text equals its observation text.
     """
-    frame = _with_derived(path if isinstance(path, pl.LazyFrame) else scan(path))
+    return summarize_stats(row_stats(path if isinstance(path, pl.LazyFrame) else scan(path)))
+
+
+def summarize_stats(stats: pl.LazyFrame | pl.DataFrame) -> dict[str, Any]:
+    """Return :func:`summarize`'s result from per-row :data:`STAT_COLUMNS`."""
+    frame = stats.lazy()
     overall = frame.select(
         pl.len().alias("rows"),
         pl.col("episode_id").n_unique().alias("episodes"),
@@ -109,20 +153,22 @@ def summarize(path: str | pl.LazyFrame) -> dict[str, Any]:
                 .alias(f"obs_len_p{round(q * 100)}")
                 for q in QUANTILES
             ],
-            pl.col("_obs_len").max().alias("obs_len_max"),
+            pl.col("_obs_len").max().cast(pl.Int64).alias("obs_len_max"),
             pl.col("_noop").mean().alias("noop_rate"),
             pl.col("_error").mean().alias("action_error_rate"),
         )
         .sort("domain")
     )
     environments = (
-        frame.group_by("env_name", "env_version", "env_config_hash", "env_components")
+        frame.group_by(*ENV_KEYS)
         .agg(
             pl.len().alias("rows"),
             pl.col("episode_id").n_unique().alias("episodes"),
             pl.col("domain").unique().sort().alias("domains"),
         )
-        .sort("env_name", "env_version", "env_config_hash", "env_components")
+        # Publishing's stats carry dictionary-encoded (categorical) keys: sort as text.
+        .with_columns(pl.col(*ENV_KEYS).cast(pl.String))
+        .sort(*ENV_KEYS)
     )
     # One plan for the three queries: polars reads the shards once, not three times.
     overall, per_domain, environments = pl.collect_all([overall, per_domain, environments])

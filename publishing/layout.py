@@ -32,12 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from publishing.card import ALL_CONFIG, render_card
-from publishing.inspect import summarize
+from publishing.inspect import arrow_row_stats, summarize_stats
 from schemas import SCHEMA_VERSION, Episode, Transition, arrow_schema_of
 
 MANIFEST = "meta/manifest.json"
@@ -151,14 +152,24 @@ def _conform(table: pa.Table, schema: pa.Schema, source: Path) -> pa.Table:
         ) from None
 
 
-def _write_transitions(
-    corpus_dir: Path, out: Path, limit: int
-) -> tuple[dict[str, list[str]], dict[str, int]]:
+@dataclass
+class _Written:
+    """What :func:`_write_transitions` wrote: shard names, rows, and per-row summary inputs."""
+
+    shards: dict[str, list[str]]
+    rows: dict[str, int]
+    stats: pa.Table
+
+
+def _write_transitions(corpus_dir: Path, out: Path, limit: int) -> _Written:
     schema = arrow_schema_of(Transition)
     files = sorted((corpus_dir / "transitions").glob("*/*.parquet"))
     if not files:
         raise PublishError(f"{corpus_dir}: no transitions/<domain>/*.parquet files")
     writers: dict[str, _DomainShards] = {}
+    # The card's summary is computed from these, gathered from the batches as they are
+    # written: reading the shards back for it cost as much again as a third of the write.
+    stats: list[pa.Table] = []
     for source in files:
         try:
             handle = pq.ParquetFile(source)
@@ -166,7 +177,9 @@ def _write_transitions(
             for batch in batches:
                 table = _conform(pa.Table.from_batches([batch]), schema, source)
                 domains = table.column("domain").unique().to_pylist()
-                for domain in sorted(d for d in domains if d is not None):
+                if None in domains:
+                    raise PublishError(f"{source}: rows without a domain")
+                for domain in sorted(domains):
                     part = (
                         table
                         if len(domains) == 1
@@ -175,16 +188,21 @@ def _write_transitions(
                     if domain not in writers:
                         writers[domain] = _DomainShards(out / "data" / domain, schema, limit)
                     writers[domain].write(part)
-                if None in domains:
-                    raise PublishError(f"{source}: rows without a domain")
+                stats.append(arrow_row_stats(table))
         except (OSError, pa.ArrowInvalid) as error:
             raise PublishError(f"{source}: unreadable parquet: {error}") from None
     shards = {domain: writers[domain].finish() for domain in sorted(writers)}
     rows = {domain: writers[domain].rows for domain in sorted(writers)}
-    return shards, rows
+    return _Written(shards, rows, pa.concat_tables(stats))
 
 
-def _write_episodes(corpus_dir: Path, out: Path) -> int:
+def _write_episodes(corpus_dir: Path, out: Path, stats: pa.Table) -> int:
+    """Write ``meta/episodes.parquet`` with each episode's published length.
+
+    Curation drops transitions (duplicates, filtered or contaminated steps), so an episode's
+    recorded ``length`` overstates what the shards hold: it is replaced by the number of rows
+    of that episode actually published (0 when none survived).
+    """
     schema = arrow_schema_of(Episode)
     source = corpus_dir / "episodes.parquet"
     table = (
@@ -192,6 +210,11 @@ def _write_episodes(corpus_dir: Path, out: Path) -> int:
     )
     if table.num_rows:
         table = table.sort_by([("episode_id", "ascending")])
+        counts = pc.value_counts(stats["episode_id"])
+        published = pc.index_in(table["episode_id"], value_set=counts.field("values"))
+        lengths = pc.fill_null(pc.take(counts.field("counts"), published), 0)
+        index = schema.get_field_index("length")
+        table = table.set_column(index, schema.field(index), lengths.cast(pa.int64()))
     (out / "meta").mkdir(parents=True, exist_ok=True)
     pq.write_table(table, out / "meta" / "episodes.parquet", compression="zstd")
     return table.num_rows
@@ -232,12 +255,16 @@ def validate_folder(folder: Path, rows_per_domain: dict[str, int], full: bool = 
     """Check a published folder before it is swapped in; raise :class:`PublishError` if bad.
 
     Every shard must carry the transition schema with its ``datasets`` metadata and the
-    shard row counts must add up. Every config must resolve through ``datasets`` exactly as
-    the Hub resolves it (streamed; ``full=True`` loads every config completely).
+    shard row counts must add up. Every config of the card must resolve through ``datasets``
+    exactly as the Hub resolves it, to exactly the shards written for it; the features
+    ``datasets`` derives from the shards must decode screenshots as images, and the first row
+    of every domain must decode through them. ``full=True`` also loads every config
+    completely with ``load_dataset`` and checks its row count.
     """
-    from datasets import Image, load_dataset
+    from datasets import Features, Image, load_dataset, load_dataset_builder
 
     expected = arrow_schema_of(Transition)
+    shards_of: dict[str, list[Path]] = {}
     for domain, rows in rows_per_domain.items():
         total = 0
         shards = sorted((folder / "data" / domain).glob("*.parquet"))
@@ -248,21 +275,63 @@ def validate_folder(folder: Path, rows_per_domain: dict[str, int], full: bool = 
             total += pq.ParquetFile(shard).metadata.num_rows
         if total != rows:
             raise PublishError(f"data/{domain}: {total} rows in shards, {rows} written")
-    for config in [ALL_CONFIG, *rows_per_domain]:
-        want = sum(rows_per_domain.values()) if config == ALL_CONFIG else rows_per_domain[config]
-        if full:
-            with tempfile.TemporaryDirectory(dir=folder.parent) as cache:
+        shards_of[domain] = shards
+    # The parquet builder takes its features from the first shard's schema; every shard was
+    # just checked to carry ``expected``, so these are the features of every config.
+    features = Features.from_arrow_schema(expected)
+    if not isinstance(features["observation"]["screenshot"], Image):
+        raise PublishError("screenshots do not decode as images")
+    # A private cache: datasets leaves lock files behind, named after this temporary folder.
+    with tempfile.TemporaryDirectory(dir=folder.parent) as cache:
+        for config in [ALL_CONFIG, *rows_per_domain]:
+            want = sorted(
+                path.resolve()
+                for domain, shards in shards_of.items()
+                if config in (ALL_CONFIG, domain)
+                for path in shards
+            )
+            # Resolving the card's data_files is what the Hub does; reading rows through a
+            # streamed load_dataset per config cost about 0.1 s each and checked less.
+            builder = load_dataset_builder(str(folder), config, cache_dir=cache)
+            resolved = {
+                split: sorted(Path(f).resolve() for f in files)
+                for split, files in (builder.config.data_files or {}).items()
+            }
+            if resolved != {"train": want}:
+                raise PublishError(
+                    f"config {config}: datasets resolves {resolved}, not the train split {want}"
+                )
+            if full:
                 dataset = load_dataset(str(folder), config, split="train", cache_dir=cache)
-                rows = dataset.num_rows
-                features = dataset.features
-            if rows != want:
-                raise PublishError(f"config {config}: datasets reads {rows} rows, not {want}")
-        else:
-            streamed = load_dataset(str(folder), config, split="train", streaming=True)
-            next(iter(streamed))
-            features = streamed.features
-        if features is None or not isinstance(features["observation"]["screenshot"], Image):
-            raise PublishError(f"config {config}: screenshots do not decode as images")
+                rows, loaded = dataset.num_rows, dataset.features
+                want_rows = sum(pq.ParquetFile(path).metadata.num_rows for path in want)
+                if rows != want_rows:
+                    raise PublishError(
+                        f"config {config}: datasets reads {rows} rows, not {want_rows}"
+                    )
+                if loaded != features:
+                    raise PublishError(f"config {config}: datasets loads other features")
+    for shards in shards_of.values():
+        if shards:
+            _decode_first_row(shards[0], features)
+
+
+def _decode_first_row(shard: Path, features: Any) -> None:
+    """Decode the first row of ``shard`` with the ``datasets`` features, images included."""
+    batch = next(pq.ParquetFile(shard).iter_batches(batch_size=1), None)
+    if batch is None:
+        return
+    try:
+        row = features.decode_example(batch.to_pylist()[0])
+        pending: list[Any] = [row]
+        while pending:
+            value = pending.pop()
+            if isinstance(value, dict):
+                pending.extend(value.values())
+            elif hasattr(value, "load"):  # a PIL image: decode its pixels, not just the header
+                value.load()
+    except Exception as error:
+        raise PublishError(f"{shard}: first row does not decode: {error!r}") from None
 
 
 def _swap_in(temp: Path, dest: Path) -> None:
@@ -305,9 +374,10 @@ def publish_folder(
     temp = dest.parent / f".{dest.name}{_TEMP_MARK}{os.getpid()}"
     temp.mkdir()
     try:
-        shards, rows = _write_transitions(corpus_dir, temp, int(shard_size_mb * 1024 * 1024))
-        episodes = _write_episodes(corpus_dir, temp)
-        summary = summarize(str(temp))
+        written = _write_transitions(corpus_dir, temp, int(shard_size_mb * 1024 * 1024))
+        shards, rows = written.shards, written.rows
+        episodes = _write_episodes(corpus_dir, temp, written.stats)
+        summary = summarize_stats(pl.from_arrow(written.stats))
         _write_json(temp / "meta" / "environments.json", _environments(summary))
         _write_json(temp / SCHEMA_FILE, schema_document())
         stats = corpus_dir / "stats.json"

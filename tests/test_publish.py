@@ -262,3 +262,70 @@ def test_foreign_schema_is_refused(tmp_path: Path) -> None:
     with pytest.raises(PublishError, match="missing"):
         publish_folder(corpus, tmp_path / "dist")
     assert not (tmp_path / "dist").exists()
+
+
+def test_card_summary_gathered_while_writing_matches_the_shards(tmp_path: Path) -> None:
+    # Several environments, unicode text (lengths are characters), no-ops and errors.
+    terminal = terminal_rows(episodes=3, steps=4, text="é ✓ ")
+    other_env = [
+        row.model_copy(
+            update={
+                "episode_id": "term-x",
+                "id": f"term-x:{row.step:05d}",
+                "env": row.env.model_copy(update={"version": "sha256:def"}),
+            }
+        )
+        for row in terminal_rows(episodes=1, steps=2, text="$ ")
+    ]
+    corpus = make_corpus(tmp_path / "corpus", terminal=terminal + other_env)
+    report = publish_folder(corpus, tmp_path / "dist")
+    from publishing.inspect import summarize
+
+    assert report.summary == summarize(str(tmp_path / "dist"))
+    assert len(report.summary["environments"]) == 3
+    assert report.summary["domains"]["terminal"]["obs_len_max"] == len("é ✓ 2-3")
+
+
+def test_episode_lengths_are_the_published_rows(tmp_path: Path) -> None:
+    rows = terminal_rows(episodes=3, steps=5)
+    corpus = make_corpus(tmp_path / "corpus", terminal=rows)
+    # Curation dropped two steps of term-0 and every step of term-2 after the episodes were
+    # recorded: episodes.parquet still says 5 for each.
+    kept = [r for r in rows if r.episode_id != "term-2" and (r.episode_id, r.step) not in {
+        ("term-0", 1), ("term-0", 3)}]  # fmt: skip
+    for path in (corpus / "transitions" / "terminal").glob("*.parquet"):
+        path.unlink()
+    pq.write_table(to_table(kept, Transition), corpus / "transitions" / "terminal" / "a.parquet")
+    recorded = pq.read_table(corpus / "episodes.parquet").to_pylist()
+    assert {e["episode_id"]: e["length"] for e in recorded}["term-0"] == 5
+
+    report = publish_folder(corpus, tmp_path / "dist")
+    published = pq.read_table(tmp_path / "dist" / "meta" / "episodes.parquet")
+    lengths = {e["episode_id"]: e["length"] for e in published.to_pylist()}
+    assert lengths == {"term-0": 3, "term-1": 5, "term-2": 0, "web-0": 4}
+    assert report.episodes == 4
+    assert published.schema.equals(pq.read_schema(corpus / "episodes.parquet"))
+
+
+def test_validation_refuses_a_card_resolving_to_other_shards(
+    published: Path, tmp_path: Path
+) -> None:
+    from publishing.layout import validate_folder
+
+    rows = {"terminal": 6, "web": 4}
+    validate_folder(published, rows)
+    card = published / "README.md"
+    card.write_text(card.read_text().replace("path: data/terminal/*.parquet", "path: data/*/*"))
+    with pytest.raises(PublishError, match="config terminal: datasets resolves"):
+        validate_folder(published, rows)
+
+
+def test_screenshots_that_do_not_decode_are_refused(tmp_path: Path) -> None:
+    web = web_rows()
+    web[0] = web[0].model_copy(
+        update={"observation": Observation(format="axtree", text="x", screenshot=b"not a png")}
+    )
+    corpus = make_corpus(tmp_path / "corpus", web=web)
+    with pytest.raises(PublishError, match="first row does not decode"):
+        publish_folder(corpus, tmp_path / "dist")
+    assert not (tmp_path / "dist").exists()
