@@ -126,5 +126,20 @@ class Collector(ABC):
         """Fail fast, before any episode starts, if the environment cannot run (default: ok)."""
 
     @abstractmethod
-    def plan(self, index: int, seed: int, policy_kind: str, tasks: list[str] | None) -> EpisodePlan:
-        """Choose the task of episode ``index`` (e.g. cycle through the task library)."""
+    def plan(
+        self,
+        index: int,
+        seed: int,
+        policy_kind: str,
+        tasks: list[str] | None,
+        environment: BaseModel | None = None,
+    ) -> EpisodePlan:
+        """Choose the task of episode ``index`` (e.g. cycle through the task library).
+
+        ``environment`` is the run's validated environment config, for domains whose task
+        library depends on it (the web domain's tasks belong to a site).
+        """
+
+    def task_library(self) -> list[Task]:
+        """The domain's scripted tasks, for listing (`worldtrace tasks DOMAIN`); default none."""
+        return []

@@ -44,7 +44,9 @@ def collect_episode(config: CollectConfig, index: int) -> dict[str, Any]:
     """Record episode ``index`` of the run in a fresh environment."""
     collector = get_collector(config.domain)
     env_config = collector.environment_config.model_validate(config.environment)
-    plan = collector.plan(index, config.seed + index, config.policy.kind, config.policy.tasks)
+    plan = collector.plan(
+        index, config.seed + index, config.policy.kind, config.policy.tasks, env_config
+    )
     policy = collector.make_policy(config.policy.kind, config.policy.params)
     recorder = RunRecorder(config.run_dir, config.identity())
     writer = recorder.begin(config.episode_id(index))
@@ -106,7 +108,10 @@ def _seal_broken_episode(config: CollectConfig, index: int, error: Exception) ->
     """Keep a record of an episode whose sandbox failed on every attempt."""
     collector = get_collector(config.domain)
     recorder = RunRecorder(config.run_dir, config.identity())
-    plan = collector.plan(index, config.seed + index, config.policy.kind, config.policy.tasks)
+    env_config = collector.environment_config.model_validate(config.environment)
+    plan = collector.plan(
+        index, config.seed + index, config.policy.kind, config.policy.tasks, env_config
+    )
     policy = collector.make_policy(config.policy.kind, config.policy.params)
     reason = f"{type(error).__name__}: {error}"
     result: EpisodeResult = seal_after_retries(

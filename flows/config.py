@@ -72,9 +72,9 @@ class CollectConfig(BaseModel):
     def _known_to_the_domain(self) -> CollectConfig:
         try:
             collector = get_collector(self.domain)
-            collector.environment_config.model_validate(self.environment)
+            environment = collector.environment_config.model_validate(self.environment)
             collector.make_policy(self.policy.kind, self.policy.params)
-            collector.plan(0, self.seed, self.policy.kind, self.policy.tasks)
+            collector.plan(0, self.seed, self.policy.kind, self.policy.tasks, environment)
         except LookupError as error:  # unknown domain or task: pydantic reports ValueErrors
             raise ValueError(error.args[0]) from None
         return self

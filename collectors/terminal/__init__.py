@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from collectors.base import Collector, EpisodePlan, Policy
+from collectors.base import Collector, EpisodePlan, Policy, Task
 from collectors.policies import ScriptPolicy
 from collectors.terminal.environment import TerminalConfig, TerminalEnvironment
 from collectors.terminal.tasks import TASKS, TerminalTask, task_by_name
@@ -42,7 +42,14 @@ class TerminalCollector(Collector):
             return ExplorePolicy(**params)
         raise ValueError(f"unknown terminal policy {kind!r} (expected 'script' or 'explore')")
 
-    def plan(self, index: int, seed: int, policy_kind: str, tasks: list[str] | None) -> EpisodePlan:
+    def plan(
+        self,
+        index: int,
+        seed: int,
+        policy_kind: str,
+        tasks: list[str] | None,
+        environment: BaseModel | None = None,
+    ) -> EpisodePlan:
         """Scripted episodes cycle through the task library; exploring ones get a workspace."""
         if policy_kind == "explore":
             from collectors.terminal.explore import workspace_setup
@@ -58,6 +65,10 @@ class TerminalCollector(Collector):
         if not library:
             raise ValueError("the terminal task library is empty")
         return EpisodePlan(index=index, seed=seed, task=library[index % len(library)])
+
+    def task_library(self) -> list[Task]:
+        """The 48 scripted shell tasks."""
+        return list(TASKS)
 
 
 __all__ = ["TerminalCollector", "TerminalConfig", "TerminalEnvironment"]

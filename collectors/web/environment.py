@@ -1,0 +1,384 @@
+"""The web environment: a fresh browser context on a freshly reset site, per episode.
+
+Each episode starts the site's sandbox from its seeded image (so its data is the same every
+time), opens a new Chromium context that may reach only that site, and loads the site's start
+page. A step runs one BrowserGym action, waits for the page to settle, and reads the page
+(:mod:`collectors.web.observation`). Everything that happens around the action — dialogs,
+pop-ups, downloads, blocked requests, a crashed renderer — is recorded in the observation;
+none of it can hang the worker, because every wait has a cap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.metadata
+import time
+from collections.abc import Callable
+from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
+
+from playwright.sync_api import BrowserContext, CDPSession, Dialog, Download, Page, Request, Route
+from playwright.sync_api import Error as PlaywrightError
+from pydantic import BaseModel, ConfigDict, Field
+
+from collectors.base import Environment, RawObservation, StepOutcome, Task
+from collectors.web.actions import ActionRefused, run_action
+from collectors.web.axtree import flatten_axtree
+from collectors.web.browser import chromium_version, thread_browser
+from collectors.web.observation import read_page
+from schemas import Action, EnvironmentRef
+
+
+class WebConfig(BaseModel):
+    """Configuration of the web environment (the ``environment:`` block of a web run)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    site: str = Field(default="trac", description="site to visit (see `worldtrace tasks web`)")
+    viewport_width: int = Field(default=1280, ge=320, le=3840, description="viewport pixels")
+    viewport_height: int = Field(default=720, ge=240, le=2160, description="viewport pixels")
+    screenshot: bool = Field(default=True, description="keep a PNG of the viewport per step")
+    quiet_ms: int = Field(
+        default=150, ge=0, le=5000, description="network silence that counts as settled"
+    )
+    settle_cap_s: float = Field(
+        default=5.0, gt=0, le=60, description="longest wait for a page to settle after an action"
+    )
+    navigation_timeout_s: float = Field(
+        default=15.0, gt=0, le=120, description="limit for a navigation to commit"
+    )
+    dialogs: Literal["accept", "dismiss"] = Field(
+        default="accept", description="answer to alert/confirm/prompt dialogs"
+    )
+    max_tree_nodes: int = Field(
+        default=30000, ge=100, description="accessibility nodes kept per observation"
+    )
+    site_startup_timeout_s: float = Field(
+        default=90.0, gt=0, description="limit for the site's server to answer"
+    )
+
+    def config_hash(self) -> str:
+        """Return a short hash identifying this configuration."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+
+
+class SiteHandle(Protocol):
+    """A running site as the environment needs it (``sandboxes.websites.RunningSite``)."""
+
+    base_url: str
+    origin: str
+
+    def url(self, path: str) -> str:
+        """Absolute URL of ``path`` on the site."""
+        ...
+
+    def versions(self) -> dict[str, str]:
+        """Versions of the app and its image."""
+        ...
+
+    def close(self) -> None:
+        """Stop the site."""
+        ...
+
+
+SiteStarter = Callable[[WebConfig], tuple[SiteHandle, str]]
+"""Starts a fresh site for an episode; returns it and its start path."""
+
+
+def start_registered_site(config: WebConfig) -> tuple[SiteHandle, str]:
+    """Start ``config.site`` from the site registry in a fresh sandbox (the reset)."""
+    from sandboxes.websites import start_site
+
+    site = start_site(config.site, startup_timeout_s=config.site_startup_timeout_s)
+    return site, site.definition.start_path
+
+
+class WebEnvironment(Environment):
+    """Chromium on one site: BrowserGym actions in, accessibility trees and screenshots out."""
+
+    domain = "web"
+
+    def __init__(self, config: WebConfig | None = None, start_site: SiteStarter | None = None):
+        self.config = config or WebConfig()
+        self._start_site = start_site or start_registered_site
+        self.site: SiteHandle | None = None
+        self.context: BrowserContext | None = None
+        self._page: Page | None = None
+        self._cdp: dict[int, CDPSession] = {}
+        self._inflight = 0
+        self._last_network = 0.0
+        self._events: dict[str, list[dict[str, Any]]] = _no_events()
+        self._crashed = False
+        self._previous_state: tuple[str, str] | None = None
+
+    # --- BrowserTabs, for the actions ---------------------------------------------------------
+
+    @property
+    def page(self) -> Page:
+        """The active tab."""
+        if self._page is None:
+            raise RuntimeError("the web environment is not reset")
+        return self._page
+
+    def pages(self) -> list[Page]:
+        """Open tabs in opening order."""
+        return list(self.context.pages) if self.context else []
+
+    def activate(self, page: Page) -> None:
+        """Bring ``page`` to the front and make actions go to it."""
+        self._page = page
+        # closed in the meantime; the next observation shows what is left
+        with contextlib.suppress(PlaywrightError):
+            page.bring_to_front()
+
+    def check_url(self, url: str) -> None:
+        """Refuse (and record) navigation anywhere but the episode's site."""
+        if not self._allowed(url):
+            self._events["blocked"].append({"url": url, "reason": "off-site navigation"})
+            raise ActionRefused(f"navigation to {url!r} is blocked: only {self._origin()} is open")
+
+    # --- Environment --------------------------------------------------------------------------
+
+    def reset(self, seed: int, task: Task | None) -> RawObservation:
+        """Start a fresh site and context, open the start page (or the task's), observe it."""
+        self.close()
+        self.site, start_path = self._start_site(self.config)
+        start_path = getattr(task, "start_path", None) or start_path
+        context = thread_browser().new_context(
+            viewport={"width": self.config.viewport_width, "height": self.config.viewport_height},
+            accept_downloads=True,
+            service_workers="block",
+        )
+        self.context = context
+        context.set_default_timeout(self.config.settle_cap_s * 1000)
+        context.set_default_navigation_timeout(self.config.navigation_timeout_s * 1000)
+        context.route("**/*", self._guard)
+        context.on("page", self._adopt)
+        context.on("request", self._on_request_start)
+        context.on("requestfinished", self._on_request_end)
+        context.on("requestfailed", self._on_request_end)
+        page = context.new_page()
+        self._page = page
+        started = time.perf_counter()
+        error = self._attempt(lambda: page.goto(self.site.url(start_path)))  # type: ignore[union-attr]
+        if error is not None:
+            raise RuntimeError(f"the start page of {self.config.site} did not load: {error}")
+        return self._observe({"action_s": round(time.perf_counter() - started, 6)})
+
+    def step(self, action: Action, timeout_s: float) -> StepOutcome:
+        """Run one action, let the page settle, and observe it."""
+        started = time.perf_counter()
+        self._events = _no_events()
+        error = None
+        if action.name in ("send_msg_to_user", "report_infeasible"):
+            self._events["messages"].append({"action": action.name, **action.arguments})
+        else:
+            error = self._attempt(lambda: run_action(action, self))
+        action_s = time.perf_counter() - started
+        if self._crashed:
+            observation = self._crash_observation(action_s)
+            latency = time.perf_counter() - started
+            return StepOutcome(observation, latency, truncated=True, error="renderer crashed")
+        observation = self._observe({"action_s": round(action_s, 6)})
+        return StepOutcome(
+            observation,
+            time.perf_counter() - started,
+            terminated=action.name == "report_infeasible",
+            error=error,
+        )
+
+    def describe(self) -> EnvironmentRef:
+        """Return the site's and the browser's versions."""
+        site_versions = self.site.versions() if self.site else {}
+        components = {
+            "site": self.config.site,
+            "chromium": chromium_version(),
+            "playwright": importlib.metadata.version("playwright"),
+            **site_versions,
+        }
+        version = ";".join(f"{key}={components[key]}" for key in sorted(components))
+        return EnvironmentRef(
+            name=f"web/{self.config.site}",
+            version=hashlib.sha256(version.encode()).hexdigest()[:16],
+            components=components,
+            config_hash=self.config.config_hash(),
+        )
+
+    def close(self) -> None:
+        """Close the context and stop the site; safe to call more than once."""
+        if self.context is not None:
+            # the browser died; its context went with it
+            with contextlib.suppress(PlaywrightError):
+                self.context.close()
+        self.context = None
+        self._page = None
+        self._cdp.clear()
+        self._crashed = False
+        self._previous_state = None
+        if self.site is not None:
+            self.site.close()
+            self.site = None
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _origin(self) -> str:
+        return self.site.origin if self.site else ""
+
+    def _allowed(self, url: str) -> bool:
+        if url.startswith(("data:", "blob:", "about:")):
+            return True
+        parts = urlsplit(url)
+        return f"{parts.scheme}://{parts.netloc}" == self._origin()
+
+    def _guard(self, route: Route, request: Request) -> None:
+        if self._allowed(request.url):
+            route.continue_()
+            return
+        self._events["blocked"].append(
+            {"url": request.url, "reason": "off-site request", "type": request.resource_type}
+        )
+        route.abort("blockedbyclient")
+
+    def _adopt(self, page: Page) -> None:
+        # A pop-up or a link opened in a new tab becomes the active tab, as in BrowserGym.
+        page.on("dialog", self._on_dialog)
+        page.on("download", self._on_download)
+        page.on("crash", self._on_crash)
+        if self._page is not None and page.opener() is not None:
+            self._events["popups"].append({"url": page.url})
+            self._page = page
+
+    def _on_dialog(self, dialog: Dialog) -> None:
+        self._events["dialogs"].append(
+            {"type": dialog.type, "message": dialog.message, "answer": self.config.dialogs}
+        )
+        # the page went away with its dialog
+        with contextlib.suppress(PlaywrightError):
+            dialog.accept() if self.config.dialogs == "accept" else dialog.dismiss()
+
+    def _on_download(self, download: Download) -> None:
+        # Playwright keeps the file in its own temporary folder, deleted with the context.
+        self._events["downloads"].append(
+            {"url": download.url, "filename": download.suggested_filename}
+        )
+
+    def _on_crash(self, page: Page) -> None:
+        self._crashed = True
+
+    def _on_request_start(self, request: Request) -> None:
+        self._inflight += 1
+        self._last_network = time.perf_counter()
+
+    def _on_request_end(self, request: Request) -> None:
+        self._inflight = max(0, self._inflight - 1)
+        self._last_network = time.perf_counter()
+
+    def _attempt(self, run: Callable[[], Any]) -> str | None:
+        """Run an action; return its failure as text (the action_error), None on success."""
+        try:
+            run()
+        except ActionRefused as error:
+            return str(error)
+        except PlaywrightError as error:
+            # Playwright appends a call log; its first line is what went wrong.
+            return str(error.message).strip().splitlines()[0]
+        return None
+
+    def _settle(self) -> tuple[float, bool]:
+        """Wait for the page to load and the network to go quiet, up to the cap."""
+        started = time.perf_counter()
+        deadline = started + self.config.settle_cap_s
+        page = self.page
+        # a page that never finishes loading is observed as it is at the cap
+        with contextlib.suppress(PlaywrightError):
+            page.wait_for_load_state("load", timeout=self.config.settle_cap_s * 1000)
+        quiet_s = self.config.quiet_ms / 1000
+        settled = False
+        while not self._crashed and not page.is_closed():
+            now = time.perf_counter()
+            if self._inflight == 0 and now - self._last_network >= quiet_s:
+                settled = True
+                break
+            if now >= deadline:
+                break
+            try:
+                page.wait_for_timeout(25)  # lets Playwright deliver the network events
+            except PlaywrightError:
+                break
+        # A click that navigates returns before the new document exists, so the first load
+        # wait may have seen the old one; the quiet network is the new one's, now loaded.
+        remaining_ms = max(0.0, deadline - time.perf_counter()) * 1000
+        if settled and remaining_ms > 0 and not page.is_closed():
+            try:
+                page.wait_for_load_state("load", timeout=remaining_ms)
+            except PlaywrightError:
+                settled = False
+        return time.perf_counter() - started, settled
+
+    def _cdp_for(self, page: Page) -> CDPSession:
+        key = id(page)
+        if key not in self._cdp:
+            self._cdp[key] = self.page.context.new_cdp_session(page)
+        return self._cdp[key]
+
+    def _observe(self, timing: dict[str, float]) -> RawObservation:
+        if self.page.is_closed():
+            remaining = self.pages()
+            self.activate(remaining[-1] if remaining else self.context.new_page())  # type: ignore[union-attr]
+        settle_s, settled = self._settle()
+        if self._crashed:
+            return self._crash_observation(timing.get("action_s", 0.0))
+        page = self.page
+        content = read_page(page, self._cdp_for(page), self.config.screenshot)
+        nodes = content["axtree"]["nodes"]
+        truncated = len(nodes) > self.config.max_tree_nodes
+        if truncated:
+            content["axtree"]["nodes"] = nodes[: self.config.max_tree_nodes]
+        text_hash = hashlib.sha256(flatten_axtree(content["axtree"]).encode()).hexdigest()
+        state = (page.url, text_hash)
+        unchanged = state == self._previous_state
+        self._previous_state = state
+        return {
+            "url": page.url,
+            "title": _title(page),
+            "tabs": [{"url": tab.url, "title": _title(tab)} for tab in self.pages()],
+            "active_tab": self.pages().index(page) if page in self.pages() else 0,
+            **content,
+            "tree_nodes": len(nodes),
+            "tree_truncated": truncated,
+            "settled": settled,
+            "unchanged": unchanged,
+            "events": self._events,
+            "timing": {**timing, "settle_s": round(settle_s, 6), **content["timing"]},
+        }
+
+    def _crash_observation(self, action_s: float) -> RawObservation:
+        return {
+            "url": self._page.url if self._page else "",
+            "title": "",
+            "tabs": [],
+            "active_tab": 0,
+            "axtree": {"nodes": []},
+            "focused_bid": "",
+            "marked_elements": 0,
+            "screenshot_png": None,
+            "tree_nodes": 0,
+            "tree_truncated": False,
+            "settled": False,
+            "unchanged": False,
+            "crashed": True,
+            "events": self._events,
+            "timing": {"action_s": round(action_s, 6)},
+        }
+
+
+def _title(page: Page) -> str:
+    try:
+        return page.title()
+    except PlaywrightError:
+        return ""
+
+
+def _no_events() -> dict[str, list[dict[str, Any]]]:
+    return {"blocked": [], "dialogs": [], "popups": [], "downloads": [], "messages": []}

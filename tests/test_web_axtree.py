@@ -1,0 +1,90 @@
+"""BrowserGym's tree text from DevTools accessibility nodes (pure, no browser)."""
+
+from __future__ import annotations
+
+from collectors.web.axtree import find_bid, flatten_axtree, take_bid
+
+
+def node(node_id: str, role: str, name: str | None = None, children=(), **extra):
+    made = {"nodeId": node_id, "role": {"value": role}, "childIds": list(children), **extra}
+    if name is not None:
+        made["name"] = {"value": name}
+    return made
+
+
+def prop(name: str, value: object) -> dict:
+    return {"name": name, "value": {"value": value}}
+
+
+def tree() -> dict:
+    return {
+        "nodes": [
+            node("1", "RootWebArea", "Shop", ["2", "3"], properties=[prop("focused", True)]),
+            node("2", "generic", "", ["4", "5"]),  # a bare container: left out, children move up
+            node("3", "LineBreak", "\n"),
+            node("4", "link", "Home", ["6"], browsergym_id="12", properties=[prop("url", "/")]),
+            node(
+                "5",
+                "textbox",
+                "Search",
+                ["7"],
+                browsergym_id="a3",
+                value={"value": "shoes"},
+                properties=[
+                    prop("focusable", True),
+                    prop("required", True),
+                    prop("focused", False),
+                ],
+            ),
+            node("6", "StaticText", "Home", ["8"]),  # repeats its parent's name: left out
+            node("7", "StaticText", "shoes"),
+            node("8", "InlineTextBox", "Home"),
+        ]
+    }
+
+
+def test_flatten_matches_browsergym_text_format() -> None:
+    assert flatten_axtree(tree()) == (
+        "RootWebArea 'Shop', focused\n"
+        "\t[12] link 'Home', url='/'\n"
+        "\t[a3] textbox 'Search' value='shoes', required\n"
+        "\t\tStaticText 'shoes'"
+    )
+
+
+def test_nodes_without_a_name_are_left_out_but_their_children_are_kept() -> None:
+    nodes = {"nodes": [node("1", "RootWebArea", "R", ["2"]), node("2", "none", None, ["3"])]}
+    nodes["nodes"].append(node("3", "button", "OK", browsergym_id="4"))
+    assert flatten_axtree(nodes) == "RootWebArea 'R'\n\t[4] button 'OK'"
+
+
+def test_a_cyclic_or_dangling_tree_does_not_hang() -> None:
+    looped = {"nodes": [node("1", "RootWebArea", "R", ["2", "9"]), node("2", "button", "B", ["1"])]}
+    assert flatten_axtree(looped) == "RootWebArea 'R'\n\tbutton 'B'"
+    assert flatten_axtree({"nodes": []}) == ""
+
+
+def test_take_bid_restores_the_pages_own_aria_values() -> None:
+    marked = node(
+        "1",
+        "button",
+        "Save",
+        properties=[prop("roledescription", "browsergym_id_a12 toggle")],
+        description={"value": "browsergym_id_a12 saves the draft"},
+    )
+    take_bid(marked)
+    assert marked["browsergym_id"] == "a12"
+    assert marked["properties"] == [prop("roledescription", "toggle")]
+    assert marked["description"] == {"value": "saves the draft"}
+    generic = node("2", "generic", "", description={"value": "browsergym_id_7 "})
+    take_bid(generic)
+    assert generic["browsergym_id"] == "7"
+    assert "description" not in generic
+
+
+def test_find_bid_prefers_an_exact_name_then_a_prefix() -> None:
+    nodes = tree()
+    nodes["nodes"].append(node("9", "link", "Home page", browsergym_id="40"))
+    assert find_bid(nodes, "link", "Home") == "12"
+    assert find_bid(nodes, "link", "Home p") == "40"
+    assert find_bid(nodes, "button", "Home") is None

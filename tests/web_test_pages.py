@@ -1,0 +1,109 @@
+"""Pages written for the web unit tests, served on loopback (not one of the real sites).
+
+The real sites (``sandboxes.websites``) are what the corpus is collected on; these pages hold
+the awkward cases in one place — dialogs, pop-ups, iframes, downloads, a page that never
+finishes loading, a very large page — so each can be tested without depending on an app.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from collectors.web.environment import WebConfig, WebEnvironment
+
+PAGES = Path(__file__).parent / "web_pages"
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        parts = urlsplit(self.path)
+        if parts.path == "/download.txt":
+            self._send(b"quarterly numbers\n", "text/plain", attachment="report.txt")
+        elif parts.path == "/slow":
+            self._never_finish()
+        elif parts.path == "/large":
+            rows = int(parse_qs(parts.query).get("rows", ["2000"])[0])
+            body = "".join(
+                f"<tr><td>{i}</td><td><a href='/large?row={i}'>Item {i}</a></td>"
+                f"<td><input aria-label='Quantity {i}' value='{i % 7}'></td></tr>"
+                for i in range(rows)
+            )
+            page = f"<title>Large</title><h1>Inventory</h1><table>{body}</table>"
+            self._send(page.encode(), "text/html")
+        else:
+            super().do_GET()
+
+    def _send(self, body: bytes, kind: str, attachment: str | None = None) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        if attachment:
+            self.send_header("Content-Disposition", f'attachment; filename="{attachment}"')
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _never_finish(self) -> None:
+        # Headers and the start of a body, then nothing: the load event never fires.
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", "100000")
+        self.end_headers()
+        self.wfile.write(b"<title>Slow</title><h1>Still loading</h1>")
+        self.wfile.flush()
+        time.sleep(30)
+
+
+class TestPages:
+    """The test pages as a site handle for :class:`WebEnvironment` (a stand-in for a site)."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, server: http.server.ThreadingHTTPServer) -> None:
+        self.base_url = f"http://127.0.0.1:{server.server_port}"
+        self.origin = self.base_url
+        self.closed = 0
+
+    def url(self, path: str) -> str:
+        """Absolute URL of ``path``."""
+        return self.base_url + path
+
+    def versions(self) -> dict[str, str]:
+        """The pages have no version but this one."""
+        return {"app": "worldtrace-test-pages"}
+
+    def close(self) -> None:
+        """Count closes (the server lives as long as the fixture)."""
+        self.closed += 1
+
+
+@contextmanager
+def serve_test_pages() -> Iterator[TestPages]:
+    """Serve ``tests/web_pages`` and the generated pages on a free loopback port."""
+    handler = functools.partial(_Handler, directory=str(PAGES))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield TestPages(server)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def environment_on_pages(pages: TestPages, start_path: str = "/index.html", **config: object):
+    """A web environment whose every reset opens ``start_path`` of the test pages."""
+    return WebEnvironment(
+        WebConfig(site="test-pages", **config),  # type: ignore[arg-type]
+        start_site=lambda _config: (pages, start_path),
+    )
