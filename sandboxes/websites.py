@@ -1,0 +1,367 @@
+"""Real third-party web applications for the web collector, one fresh container per episode.
+
+Each site is an image ``worldtrace/site-<name>`` (folders ``sandboxes/images/site-<name>/``)
+holding an application installed from a public registry and its seeded data. An episode calls
+:func:`start_site`, which starts a *new* container from that image: the seeded data lives in
+the image, so a new container is the reset, and nothing an earlier episode wrote survives.
+
+The container shares the host's network namespace (``network="host"``) so that the host's
+Chromium reaches the server on ``127.0.0.1:<port>``; the port is chosen free on the host, and
+the server listens on loopback only. Startup waits until the start page answers 200 with the
+site's own text, and fails with the server's log tail otherwise.
+
+Sites:
+
+* ``trac``: Trac 1.6 (PyPI): the issue tracker and wiki of "Skylark", a photo gallery
+  project; anonymous visitors may create and modify tickets and wiki pages.
+* ``datasette``: Datasette 0.65 (PyPI): the "Riverside Public Library" SQLite database with
+  full-text search over books and reviews, and writable canned queries (forms) that add a
+  review or mark a loan returned.
+* ``tiddlywiki``: TiddlyWiki 5.3 (npm) on Node.js: a household notebook (recipes, garden,
+  tasks) editable in the browser and saved to ``.tid`` files by the server.
+
+``RunningSite.read_data`` reads the application's real stored data for tests and task checks:
+SQL for ``trac`` and ``datasette`` (run read-only inside the container against the app's own
+SQLite file), and a TiddlyWiki filter expression for ``tiddlywiki`` (run by TiddlyWiki itself
+over the wiki folder on disk).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import re
+import socket
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from sandboxes.docker import DockerSandbox, Limits, SandboxError, docker_client, require_image
+
+SERVER_LOG = "/tmp/site-server.log"
+"""Where the server's stdout and stderr go inside the container."""
+
+SITE_LABEL = "worldtrace.site"
+
+# A site serves one browser: a core and a few hundred MB are plenty, and the wall clock only
+# bounds a container whose owner vanished without closing it.
+SITE_LIMITS = Limits(cpus=1.0, memory_mb=768, pids=256, wall_clock_s=6 * 3600)
+
+
+class SiteError(SandboxError):
+    """A site that could not be started or read."""
+
+
+@dataclass(frozen=True)
+class SiteDefinition:
+    """A web application the browser collector can visit, and how to serve it."""
+
+    name: str
+    kind: str
+    image: str
+    start_path: str
+    description: str
+    command: tuple[str, ...] = field(default=(), repr=False)
+    """Argv of the server inside the container; ``{port}`` is replaced by the chosen port."""
+    ready_text: str = field(default="", repr=False)
+    """Text the start page must contain: proves the 200 came from this site's server."""
+    data_format: Literal["sqlite", "tiddlywiki"] = field(default="sqlite", repr=False)
+    data_path: str = field(default="", repr=False)
+    """The SQLite database file, or the TiddlyWiki folder, inside the container."""
+
+
+SITES: dict[str, SiteDefinition] = {
+    "trac": SiteDefinition(
+        name="trac",
+        kind="issue tracker",
+        image="worldtrace/site-trac:latest",
+        start_path="/",
+        description=(
+            "Trac 1.6 for 'Skylark', a self-hosted photo gallery project: 36 tickets over 8 "
+            "components and 4 milestones, reports, a roadmap, a timeline and 8 wiki pages. "
+            "Anonymous users may create and modify tickets and create and edit wiki pages."
+        ),
+        command=("/opt/trac/bin/tracd", "-b", "127.0.0.1", "-p", "{port}", "-s", "/srv/trac"),
+        ready_text="Skylark",
+        data_format="sqlite",
+        data_path="/srv/trac/db/trac.db",
+    ),
+    "datasette": SiteDefinition(
+        name="datasette",
+        kind="data browser",
+        image="worldtrace/site-datasette:latest",
+        start_path="/",
+        description=(
+            "Datasette 0.65 over the 'Riverside Public Library' database: branches, authors, "
+            "books, members, 3,000 loans and reviews, with facets, full-text search over books "
+            "and reviews, SQL queries, and forms that add a review or return a loan."
+        ),
+        command=(
+            "/opt/datasette/bin/datasette",
+            "serve",
+            "/srv/data/library.db",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "{port}",
+            "--metadata",
+            "/srv/data/metadata.json",
+            "--setting",
+            "sql_time_limit_ms",
+            "3000",
+        ),
+        ready_text="Riverside Public Library",
+        data_format="sqlite",
+        data_path="/srv/data/library.db",
+    ),
+    "tiddlywiki": SiteDefinition(
+        name="tiddlywiki",
+        kind="wiki",
+        image="worldtrace/site-tiddlywiki:latest",
+        start_path="/",
+        description=(
+            "TiddlyWiki 5.3 single-page wiki 'Maple Street Notebook': recipes, garden plants, "
+            "household tasks and contacts as about 25 tiddlers, editable in the browser and "
+            "saved by the Node.js server."
+        ),
+        command=("tiddlywiki", "/srv/wiki", "--listen", "host=127.0.0.1", "port={port}"),
+        ready_text="Maple Street Notebook",
+        data_format="tiddlywiki",
+        data_path="/srv/wiki",
+    ),
+}
+
+# Servers say this in their log when the port was taken between our check and their bind.
+_PORT_TAKEN = re.compile(r"address already in use|EADDRINUSE", re.IGNORECASE)
+_START_ATTEMPTS = 3
+
+_JSON_MARKER = b"@@worldtrace-json@@\n"
+
+# Runs inside the container with its own python3: SQLite rows as a JSON list of objects.
+# The database is opened read-only, so a check can never change what it checks.
+_SQL_READER = r"""
+import json, sqlite3, sys
+try:
+    db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
+    db.row_factory = sqlite3.Row
+    rows = [dict(row) for row in db.execute(sys.argv[2])]
+except sqlite3.Error as error:
+    print(f"{type(error).__name__}: {error}", file=sys.stderr)
+    sys.exit(3)
+json.dump(rows, sys.stdout, default=lambda v: v.decode("utf-8", "replace"))
+"""
+
+
+def site_definition(name: str) -> SiteDefinition:
+    """Return the definition of site ``name``; a ValueError lists the known sites."""
+    try:
+        return SITES[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown site {name!r}; known sites: {', '.join(sorted(SITES))}"
+        ) from None
+
+
+def require_site_images(names: Iterable[str]) -> None:
+    """Raise a :class:`SiteError` naming every missing image and how to build it."""
+    definitions = [site_definition(name) for name in names]
+    client = docker_client()
+    missing = []
+    for definition in definitions:
+        try:
+            require_image(definition.image, client)
+        except SandboxError:
+            missing.append(definition.image)
+    if missing:
+        raise SiteError(
+            f"site image(s) missing: {', '.join(missing)}; build them with "
+            "`python -m sandboxes.images` (or `make setup`)"
+        )
+
+
+class RunningSite:
+    """A site served by its own fresh container; close it to discard everything it stored."""
+
+    def __init__(self, definition: SiteDefinition, sandbox: DockerSandbox, port: int) -> None:
+        self.definition = definition
+        self.sandbox = sandbox
+        self.port = port
+        self.base_url = f"http://127.0.0.1:{port}"
+        self.origin = self.base_url
+        self._server: str | None = None
+        self._versions: dict[str, str] | None = None
+        self._closed = False
+
+    def url(self, path: str) -> str:
+        """Return the absolute URL of ``path`` (e.g. ``/newticket``) on this site."""
+        return self.base_url + (path if path.startswith("/") else "/" + path)
+
+    def read_data(self, query: str) -> list[dict[str, Any]]:
+        """Read the application's stored data.
+
+        * ``trac``, ``datasette``: ``query`` is SQL, run read-only against the app's SQLite
+          database (``data_path``); each row is a dict of column name to value.
+        * ``tiddlywiki``: ``query`` is a TiddlyWiki filter, e.g. ``[[Lentil Soup]]``,
+          ``[tag[Recipe]]`` or ``[all[tiddlers]!is[system]]``, run by TiddlyWiki over the wiki
+          folder on disk; each row is one tiddler's fields as strings (``title``, ``text``,
+          ``tags``, ``created``, ``modified``, custom fields). A missing title gives ``[]``.
+          The server saves edits to disk about a second after answering them.
+
+        A malformed query raises ValueError with the application's message.
+        """
+        definition = self.definition
+        if definition.data_format == "sqlite":
+            command = ["python3", "-c", _SQL_READER, definition.data_path, query]
+        else:
+            command = ["node", "/opt/worldtrace/read_tiddlers.js", definition.data_path, query]
+        result = self.sandbox.exec(command, timeout=60)
+        if result.exit_code == 3:
+            raise ValueError(result.stderr.decode(errors="replace").strip())
+        if result.exit_code != 0:
+            raise SiteError(
+                f"reading {definition.name} data failed (exit {result.exit_code}): "
+                f"{result.stderr.decode(errors='replace')[-2000:]}"
+            )
+        # TiddlyWiki's reader prints its JSON after a marker line (see read_tiddlers.js).
+        return json.loads(result.stdout.rpartition(_JSON_MARKER)[2])
+
+    def versions(self) -> dict[str, str]:
+        """Return the application's package versions (read from the image) and the image id."""
+        if self._versions is None:
+            result = self.sandbox.exec(["/opt/worldtrace/site-versions"], timeout=30)
+            if result.exit_code != 0:
+                raise SiteError(f"site-versions failed: {result.stderr.decode(errors='replace')}")
+            self._versions = {
+                "site": self.definition.name,
+                **json.loads(result.stdout),
+                "image": self.definition.image,
+                "image_id": self.sandbox.image_id,
+            }
+        return dict(self._versions)
+
+    def logs(self, lines: int = 200) -> str:
+        """Return the last ``lines`` lines of the server's log ("" once the site is closed)."""
+        if self._closed or not self.sandbox.is_running():
+            return ""
+        return self.sandbox.exec(["tail", "-n", str(lines), SERVER_LOG], timeout=15).text
+
+    def close(self) -> None:
+        """Remove the container and everything the site stored; safe to call twice."""
+        self._closed = True
+        self.sandbox.close()
+
+    def __enter__(self) -> RunningSite:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"RunningSite({self.definition.name!r}, {self.base_url!r})"
+
+    def _start_server(self) -> None:
+        argv = [part.replace("{port}", str(self.port)) for part in self.definition.command]
+        self._server = self.sandbox.start_background(argv, log_path=SERVER_LOG)
+
+    def _wait_ready(self, deadline: float, timeout_s: float) -> None:
+        """Poll the start page until it answers 200 with the site's text, or raise."""
+        assert self._server is not None
+        # Our own loopback server: a proxy from the environment must not be used.
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        url = self.url(self.definition.start_path)
+        last = "no answer yet"
+        while True:
+            exit_code = self.sandbox.background_exit_code(self._server)
+            if exit_code is not None:
+                log = self.logs(40)
+                if _PORT_TAKEN.search(log):
+                    raise _PortTaken(log)
+                raise SiteError(
+                    f"{self.definition.name} server exited with code {exit_code} before "
+                    f"serving {url}; log tail:\n{log}"
+                )
+            try:
+                with opener.open(url, timeout=5) as response:
+                    body = response.read().decode("utf-8", errors="replace")
+                    if response.status == 200 and self.definition.ready_text in body:
+                        return
+                    last = f"HTTP {response.status} without {self.definition.ready_text!r}"
+            except urllib.error.HTTPError as error:
+                last = f"HTTP {error.code}"
+            except (OSError, urllib.error.URLError) as error:
+                last = str(getattr(error, "reason", error))
+            if time.monotonic() >= deadline:
+                raise SiteError(
+                    f"{self.definition.name} did not serve {url} within {timeout_s:g}s "
+                    f"(last: {last}); server log tail:\n{self.logs(40)}"
+                )
+            time.sleep(0.1)
+
+
+class _PortTaken(Exception):
+    """The chosen port was taken before the server bound it; try another."""
+
+
+@contextlib.contextmanager
+def _port_lock() -> Iterator[None]:
+    # Held from choosing a port until the server listens on it, so that parallel episodes on
+    # this host (other processes included) never pick the same free port.
+    path = Path(tempfile.gettempdir()) / "worldtrace-site-ports.lock"
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_site(name: str, startup_timeout_s: float = 60.0) -> RunningSite:
+    """Start site ``name`` in a fresh container (its reset) and return it once it serves.
+
+    Raises ValueError for an unknown name, :class:`SiteError` with the server's log tail if
+    the start page does not answer 200 within ``startup_timeout_s`` (the container is removed
+    then), and :class:`SandboxError` if the image is missing.
+    """
+    definition = site_definition(name)
+    deadline = time.monotonic() + startup_timeout_s
+    for attempt in range(1, _START_ATTEMPTS + 1):
+        sandbox = DockerSandbox(
+            definition.image,
+            limits=SITE_LIMITS,
+            network="host",
+            hostname=f"site-{name}",
+            labels={SITE_LABEL: name},
+        )
+        sandbox.start()
+        try:
+            with _port_lock():
+                site = RunningSite(definition, sandbox, _free_port())
+                site._start_server()
+                site._wait_ready(deadline, startup_timeout_s)
+            return site
+        except _PortTaken as taken:
+            sandbox.close()
+            if attempt == _START_ATTEMPTS:
+                raise SiteError(f"{name}: no free port after {attempt} tries:\n{taken}") from None
+        except BaseException:
+            sandbox.close()
+            raise
+    raise AssertionError("unreachable")
