@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import polars as pl
@@ -100,3 +101,22 @@ def test_hf_paths_read_the_data_folders() -> None:
     assert parquet_glob("hf://datasets/org/name/") == "hf://datasets/org/name/data/*/*.parquet"
     one = "hf://datasets/org/name/data/web/train-00000-of-00001.parquet"
     assert parquet_glob(one) == one
+
+
+def test_scan_is_one_pushed_down_parquet_scan(folders: dict[str, Path]) -> None:
+    # Flattening is lazy expressions: a query reads only the top-level columns it touches,
+    # in one scan over every shard, with its filter evaluated inside the scan.
+    query = (
+        scan(str(folders["published"]))
+        .filter(pl.col("domain") == "web")
+        .group_by("action_name")
+        .agg(pl.col("next_observation_text").str.len_chars().mean())
+    )
+    plan = query.explain()
+    assert plan.count("SCAN") == 1 and "UNION" not in plan, plan
+    projected = re.search(r"PROJECT (\d+)/(\d+) COLUMNS", plan)
+    assert projected and projected.groups() == ("3", "16"), plan  # domain, action, next_obs
+    assert re.search(r"SELECTION: .*col\(\"domain\"\)", plan), plan
+    assert query.collect().to_dicts() == [
+        {"action_name": "keys", "next_observation_text": pytest.approx(10.0)}
+    ]
