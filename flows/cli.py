@@ -72,6 +72,21 @@ class _ProgressBar:
             self._refresh()
 
 
+def _key_values(pairs: list[str]) -> dict[str, Any]:
+    """Parse ``KEY=VALUE`` flags; values are read as YAML, so numbers and booleans are typed."""
+    import yaml
+
+    from flows.config import ConfigError
+
+    parsed: dict[str, Any] = {}
+    for pair in pairs:
+        key, separator, value = pair.partition("=")
+        if not separator or not key.strip():
+            raise ConfigError(f"--env expects KEY=VALUE, got {pair!r}")
+        parsed[key.strip()] = yaml.safe_load(value) if value.strip() else ""
+    return parsed
+
+
 def _quiet_prefect() -> None:
     # Prefect logs every task run; the progress bar says the same thing more briefly.
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
@@ -95,6 +110,13 @@ def collect(
     max_steps: Annotated[int | None, typer.Option(help="steps before truncation")] = None,
     step_timeout: Annotated[float | None, typer.Option(help="seconds allowed per step")] = None,
     run_name: Annotated[str | None, typer.Option(help="run directory name")] = None,
+    site: Annotated[
+        str | None, typer.Option(help="web: the site to visit (same as --env site=NAME)")
+    ] = None,
+    env: Annotated[
+        list[str] | None,
+        typer.Option("--env", help="environment config field, KEY=VALUE (repeatable)"),
+    ] = None,
     normalize: Annotated[
         bool, typer.Option("--normalize/--no-normalize", help="write transitions at the end")
     ] = True,
@@ -118,6 +140,11 @@ def collect(
     if not normalize:
         overrides["normalize"] = False
     try:
+        environment = _key_values(env or [])
+        if site is not None:
+            environment["site"] = site
+        if environment:
+            overrides["environment"] = environment
         if config_file is not None:
             config = load_config(config_file, overrides)
         else:
@@ -289,13 +316,19 @@ def run(
 @app.command()
 def tasks(domain: Annotated[str, typer.Argument(help="domain")] = "terminal") -> None:
     """List the scripted tasks of a domain."""
-    if domain != "terminal":
-        raise _fail(f"no task library for {domain!r}")
-    from collectors.terminal.tasks import TASKS
+    from collectors.registry import get_collector
 
-    table = Table("name", "category", "steps", "instruction")
-    for item in TASKS:
-        table.add_row(item.name, item.category, str(len(item.steps)), item.instruction)
+    try:
+        library = get_collector(domain).task_library()
+    except LookupError as error:
+        raise _fail(str(error.args[0])) from None
+    if not library:
+        raise _fail(f"no task library for {domain!r}")
+    table = Table("name", "site" if domain == "web" else "category", "steps", "instruction")
+    for item in library:
+        group = getattr(item, "site", "") if domain == "web" else getattr(item, "category", "")
+        steps = str(len(getattr(item, "steps", ())))
+        table.add_row(item.name, group, steps, item.instruction)
     Console().print(table)
 
 

@@ -128,4 +128,8 @@ def load_config(path: Path, overrides: dict[str, Any] | None = None) -> CollectC
         raise ConfigError(f"{path} is not valid YAML: {error}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path} must hold a mapping of config fields")
-    return validate_config({**data, **(overrides or {})})
+    merged = {**data, **(overrides or {})}
+    # Flags name single environment fields (--site, --env k=v); the file keeps the others.
+    if isinstance(data.get("environment"), dict) and "environment" in (overrides or {}):
+        merged["environment"] = {**data["environment"], **overrides["environment"]}  # type: ignore[index]
+    return validate_config(merged)

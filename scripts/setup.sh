@@ -3,7 +3,7 @@
 #
 # Run as root on Debian 12 from the repository root. Each step checks first and does nothing
 # when its work is already done, so a second run takes a few seconds:
-#   1. Debian packages: docker.io, debootstrap, tmux (and python3-venv for step 2)
+#   1. Debian packages: docker.io, debootstrap, tmux, chromium (and python3-venv for step 2)
 #   2. .venv with the project installed (reinstalled only when pyproject.toml changes)
 #   3. a running Docker engine (started here: there is no systemd)
 #   4. the base image and every sandbox image (built only when missing or stale)
@@ -11,7 +11,9 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 
-DEBIAN_PACKAGES=(docker.io debootstrap tmux python3-venv)
+# chromium: the web collector drives Debian's browser through Playwright (never `playwright
+# install`, which downloads from a vendor and fails here).
+DEBIAN_PACKAGES=(docker.io debootstrap tmux chromium python3-venv)
 VENV=.venv
 STAMP="$VENV/.worldtrace-installed"
 DOCKERD_LOG=/var/log/worldtrace-dockerd.log

@@ -27,7 +27,11 @@ from collectors.web.actions import ActionRefused, run_action
 from collectors.web.axtree import flatten_axtree
 from collectors.web.browser import chromium_version, thread_browser
 from collectors.web.observation import read_page
+from collectors.web.tasks import PageCheck
 from schemas import Action, EnvironmentRef
+
+DATA_CHECK_PATIENCE_S = 5.0
+"""How long a data check keeps asking before it counts as failed."""
 
 
 class WebConfig(BaseModel):
@@ -187,6 +191,27 @@ class WebEnvironment(Environment):
             terminated=action.name == "report_infeasible",
             error=error,
         )
+
+    def evaluate(self, task: Task | None) -> float | None:
+        """Run the task's check: 1.0 if it passes, 0.0 if not, None for a task without one."""
+        check = getattr(task, "check", None)
+        if check is None or self.site is None:
+            return None
+        if isinstance(check, PageCheck):
+            if self._page is None or self._page.is_closed():
+                return 0.0
+            text = flatten_axtree(read_page(self.page, self._cdp_for(self.page), False)["axtree"])
+            return 1.0 if check.passes(self.page.url, text) else 0.0
+        read_data = getattr(self.site, "read_data", None)
+        if read_data is None:
+            return None
+        # Some apps write to disk a moment after answering (TiddlyWiki saves after ~1 s).
+        deadline = time.monotonic() + DATA_CHECK_PATIENCE_S
+        while True:
+            passed = check.passes(read_data(check.query))
+            if passed or time.monotonic() >= deadline:
+                return 1.0 if passed else 0.0
+            time.sleep(0.25)
 
     def describe(self) -> EnvironmentRef:
         """Return the site's and the browser's versions."""

@@ -14,8 +14,9 @@ the site's address, then parses the result with :func:`collectors.web.actions.pa
 so the recorded action is a plain BrowserGym action on a real bid. A step whose element is
 not on the page ends the script with ``report_infeasible`` saying which element was missing.
 
-A task's ``check`` is a query on the site's own data (``RunningSite.read_data``) and the rows
-it must return for the task to count as done.
+A task's ``check`` is either a query on the site's own data (:class:`DataCheck`, through
+``RunningSite.read_data``) with the rows it must return, or, for tasks that only read, what
+the last page must show (:class:`PageCheck`). The check's result is the episode's reward.
 """
 
 from __future__ import annotations
@@ -36,11 +37,37 @@ ELEMENT_REFERENCE = re.compile(r"""\{([A-Za-z]+) (?:'((?:[^'\\]|\\.)*)'|"((?:[^"
 
 @dataclass(frozen=True)
 class DataCheck:
-    """A query on the site's data and what it must return after the task."""
+    """A query on the site's data (``RunningSite.read_data``) and what it must return."""
 
     query: str
     expect: tuple[dict[str, Any], ...]
-    """Rows that must all be among the query's result (a subset check)."""
+    """Rows that must all be among the query's result; a row matches when it has every
+    key/value of the expected row (values compared as strings). Empty: no rows at all."""
+
+    def passes(self, rows: list[dict[str, Any]]) -> bool:
+        """Return True if ``rows`` satisfy the expectation."""
+        if not self.expect:
+            return not rows
+        return all(any(_row_has(row, wanted) for row in rows) for wanted in self.expect)
+
+
+@dataclass(frozen=True)
+class PageCheck:
+    """What the last page must show, for tasks that only read (navigation, search)."""
+
+    url_contains: str | None = None
+    text_contains: str | None = None
+    """Searched in the page's tree text (BrowserGym format)."""
+
+    def passes(self, url: str, text: str) -> bool:
+        """Return True if the page's URL and tree text satisfy the check."""
+        return (self.url_contains is None or self.url_contains in url) and (
+            self.text_contains is None or self.text_contains in text
+        )
+
+
+def _row_has(row: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    return all(key in row and str(row[key]) == str(value) for key, value in wanted.items())
 
 
 @dataclass(frozen=True)
@@ -51,7 +78,7 @@ class WebTask(Task):
     category: str = "navigation"
     start_path: str | None = None
     steps: tuple[str, ...] = ()
-    check: DataCheck | None = None
+    check: DataCheck | PageCheck | None = None
 
 
 CATEGORIES = ("navigation", "search", "form", "edit", "create")
