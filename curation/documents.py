@@ -90,6 +90,12 @@ class TransitionReader(BaseDiskReader, TallyStep):
 
     Unreadable files, files with a foreign schema and rows failing validation are written to
     the quarantine folder with their reason and counted; the run goes on.
+
+    Validation is the reader's main cost and curation reads the input twice, so the first
+    pass can record its verdicts in ``validation_folder`` (``<rank>.json``: per file read, its
+    row count and the positions and reasons of its invalid rows) and a later pass given
+    ``reuse_validation=True`` skips exactly those rows, in the same order, without validating
+    again. A file missing from the record or with another row count is validated afresh.
     """
 
     name = "📒 Transitions"
@@ -100,16 +106,44 @@ class TransitionReader(BaseDiskReader, TallyStep):
         data_folder: Path,
         quarantine_folder: Path | None = None,
         tally_folder: Path | None = None,
+        validation_folder: Path | None = None,
+        reuse_validation: bool = False,
     ) -> None:
         BaseDiskReader.__init__(
             self, str(data_folder), glob_pattern=TRANSITIONS_GLOB, add_file_path=False
         )
         self.tally_folder = Path(tally_folder) if tally_folder else None
         self.quarantine = QuarantineLog(quarantine_folder)
+        self.validation_folder = Path(validation_folder) if validation_folder else None
+        self.reuse_validation = reuse_validation
+        # this rank's verdicts: {file: {"rows": n, "invalid": {position: reason}}}
+        self._verdicts: dict[str, dict[str, Any]] = {}
+        self._recorded: dict[str, dict[str, Any]] = {}
 
     def _reject(self, filepath: str, reason: str, row_id: str | None = None) -> None:
         self.quarantine.add(filepath, reason, row_id)
         self.tally(None, "quarantined_rows" if row_id is not None else "quarantined_files")
+
+    def _validation_file(self, rank: int) -> Path | None:
+        if self.validation_folder is None:
+            return None
+        return self.validation_folder / f"{rank:05d}.json"
+
+    def _load_verdicts(self, rank: int) -> dict[str, dict[str, Any]]:
+        path = self._validation_file(rank)
+        if not self.reuse_validation or path is None or not path.exists():
+            return {}
+        recorded: dict[str, dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
+        return recorded
+
+    def _save_verdicts(self, rank: int) -> None:
+        path = self._validation_file(rank)
+        if self.reuse_validation or path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self._verdicts, sort_keys=True), encoding="utf-8")
+        tmp.replace(path)
 
     def read_file(self, filepath: str) -> DocumentsPipeline:
         """Yield the valid transitions of one parquet file, quarantining the rest."""
@@ -124,12 +158,24 @@ class TransitionReader(BaseDiskReader, TallyStep):
         if missing or extra:
             self._reject(filepath, f"foreign schema: missing columns {missing}, extra {extra}")
             return
+        recorded = self._recorded.get(filepath)
+        known: dict[str, str] | None = None
+        if recorded is not None and recorded.get("rows") == table.num_rows:
+            known = recorded["invalid"]
+        invalid: dict[str, str] = {}
+        self._verdicts[filepath] = {"rows": table.num_rows, "invalid": invalid}
         for index, row in enumerate(table.to_pylist()):
-            row_id = str(row.get("id") or f"{filepath}#{index}")
-            try:
-                from_row(Transition, row)
-            except Exception as error:
-                self._reject(filepath, f"invalid row: {error}", row_id)
+            if known is None:
+                try:
+                    from_row(Transition, row)
+                    reason = None
+                except Exception as error:
+                    reason = f"invalid row: {error}"
+            else:
+                reason = known.get(str(index))
+            if reason is not None:
+                invalid[str(index)] = reason
+                self._reject(filepath, reason, str(row.get("id") or f"{filepath}#{index}"))
                 continue
             doc = Document(text=render_transition(row), id=row["id"], metadata=row)
             self.tally(doc, "read")
@@ -138,8 +184,11 @@ class TransitionReader(BaseDiskReader, TallyStep):
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> Iterator:
         """Read this rank's share of the files."""
         self.quarantine.open(rank)
+        self._verdicts = {}
+        self._recorded = self._load_verdicts(rank)
         try:
             yield from BaseDiskReader.run(self, data, rank, world_size)
         finally:
             self.quarantine.close()
+        self._save_verdicts(rank)
         self.flush_tallies(rank)

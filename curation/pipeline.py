@@ -13,7 +13,8 @@ tasks): ``prepare`` (episode error counts, exact-dedup hashes, MinHash signature
 ``buckets`` and ``cluster`` (MinHash), ``resolve`` (exact duplicates, error episodes) and
 ``write`` (the filters, dedup, scrubbing and the writer). Stages ``prepare`` and ``write`` read
 the same files with the same task count and the same deterministic prefix of steps, as
-datatrove's MinHash requires.
+datatrove's MinHash requires; ``write`` skips the rows ``prepare`` found invalid instead of
+validating every row again.
 """
 
 from __future__ import annotations
@@ -88,14 +89,21 @@ class _Paths:
         self.remove = self.work / "minhash" / "remove"
         self.tallies = self.work / "tallies"
         self.quarantine = self.work / "quarantine"
+        self.validation = self.work / "validation"
         self.transitions = output_dir / "transitions"
 
 
 def _prefix(config: CurationConfig, paths: _Paths, final: bool) -> list[PipelineStep]:
     """The steps both read passes share; only the final pass quarantines and counts."""
     tallies = paths.tallies if final else None
+    # the prepare pass validates every row and records the verdicts; the write pass reuses
+    # them, skipping the same rows so that positions line up for the dedup filters
     reader = TransitionReader(
-        paths.input, quarantine_folder=paths.quarantine if final else None, tally_folder=tallies
+        paths.input,
+        quarantine_folder=paths.quarantine if final else None,
+        tally_folder=tallies,
+        validation_folder=paths.validation,
+        reuse_validation=final,
     )
     steps: list[PipelineStep] = [reader]
     if not final:
