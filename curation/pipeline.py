@@ -6,7 +6,8 @@ Output layout::
     <out>/episodes.parquet      the input's episodes that still have transitions (if any)
     <out>/quarantine.jsonl      unreadable files, foreign schemas and invalid rows, with reasons
     <out>/stats.json            counts, rates and lengths per domain and environment version
-    <out>/.curation/            datatrove logs and completions per stage, intermediate files
+    <out>/.curation/            datatrove logs and completions per stage, intermediate files,
+                                the configuration and input fingerprint a resume must match
 
 Stages (each a datatrove executor with its own logging folder, so a re-run skips completed
 tasks): ``prepare`` (episode error counts, exact-dedup hashes, MinHash signatures),
@@ -19,6 +20,7 @@ validating every row again.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -44,7 +46,7 @@ from curation.dedup import (
     minhash_filter,
     minhash_signature,
 )
-from curation.documents import TransitionReader
+from curation.documents import TRANSITIONS_GLOB, TransitionReader
 from curation.filters import (
     EpisodeErrorFilter,
     EpisodeErrorFind,
@@ -153,6 +155,64 @@ def _stages(config: CurationConfig, paths: _Paths) -> list[tuple[str, list[Pipel
     ]
     stages.append(("write", write, tasks))
     return stages
+
+
+def input_fingerprint(input_dir: Path) -> dict[str, list[int | str]]:
+    """Return ``{path: [size, blake2b of the bytes]}`` for every transition shard read.
+
+    Stages resumed on changed input would mix verdicts and document positions of two inputs
+    (the dedup and validation records are by position), so a resumed run compares this. The
+    content is hashed rather than the modification time read because collection rewrites
+    identical shards when it resumes.
+    """
+    root = Path(input_dir) / "transitions"
+    fingerprint: dict[str, list[int | str]] = {}
+    for path in sorted(root.glob(TRANSITIONS_GLOB)):
+        with path.open("rb") as handle:
+            digest = hashlib.file_digest(handle, "blake2b").hexdigest()
+        fingerprint[path.relative_to(root).as_posix()] = [path.stat().st_size, digest]
+    return fingerprint
+
+
+def _input_changes(before: dict[str, list[int | str]], now: dict[str, list[int | str]]) -> str:
+    """Describe how the input changed, naming a few files of each kind of change."""
+
+    def names(files: list[str]) -> str:
+        shown = ", ".join(files[:3])
+        return f"{shown} and {len(files) - 3} more" if len(files) > 3 else shown
+
+    changes = {
+        "added": sorted(set(now) - set(before)),
+        "removed": sorted(set(before) - set(now)),
+        "changed": sorted(name for name in set(now) & set(before) if now[name] != before[name]),
+    }
+    return "; ".join(f"{kind}: {names(files)}" for kind, files in changes.items() if files)
+
+
+def _check_resume(paths: _Paths, settings: dict[str, Any], input_dir: Path) -> None:
+    """Refuse to resume an output started with another configuration or on other input.
+
+    On success the configuration and the input fingerprint are recorded for the next run.
+    An output without a recorded fingerprint (curated before it was kept) adopts the
+    current input.
+    """
+    settings_file = paths.work / "config.json"
+    if settings_file.exists() and json.loads(settings_file.read_text()) != settings:
+        raise CurationError(
+            f"{paths.output} was curated with another configuration; use a fresh output folder"
+        )
+    input_file = paths.work / "input.json"
+    fingerprint = input_fingerprint(input_dir)
+    if input_file.exists():
+        recorded = json.loads(input_file.read_text())
+        if recorded != fingerprint:
+            raise CurationError(
+                f"the input {input_dir} changed since {paths.output} was started "
+                f"({_input_changes(recorded, fingerprint)}); finished stages would not match "
+                "it: use a fresh output folder (or delete this one) to curate it again"
+            )
+    settings_file.write_text(json.dumps(settings, indent=2, sort_keys=True))
+    input_file.write_text(json.dumps(fingerprint, indent=1, sort_keys=True))
 
 
 def _merge_quarantine(paths: _Paths) -> None:
@@ -264,7 +324,9 @@ def curate(
     """Curate the transitions of ``input_dir`` (a run or corpus folder) into ``output_dir``.
 
     Re-running on the same output finishes only the missing work; a finished output is left
-    as it is. Raises :class:`CurationError` when a stage leaves tasks incomplete.
+    as it is. Raises :class:`CurationError` when a stage leaves tasks incomplete, and before
+    any work when the output was started with another configuration or on input that has
+    changed since (shards added, removed, resized or modified).
 
     ``executor`` is ``"local"`` (datatrove's local executor, ``workers`` processes) or
     ``"ray"``: the same stages and logging folders on Ray, using the initialised Ray or the
@@ -280,12 +342,7 @@ def curate(
     paths = _Paths(input_dir, output_dir)
     paths.work.mkdir(parents=True, exist_ok=True)
     settings = config.model_dump(mode="json")
-    settings_file = paths.work / "config.json"
-    if settings_file.exists() and json.loads(settings_file.read_text()) != settings:
-        raise CurationError(
-            f"{output_dir} was curated with another configuration; use a fresh output folder"
-        )
-    settings_file.write_text(json.dumps(settings, indent=2, sort_keys=True))
+    _check_resume(paths, settings, input_dir)
     ran, skipped = [], []
     started_ray = _start_ray(workers) if executor == "ray" else False
     try:
