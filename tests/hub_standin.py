@@ -3,17 +3,27 @@
 The Hub cannot be reached from the test machines, so upload tests run ``huggingface_hub``
 against this small HTTP server on 127.0.0.1. It implements just what ``HfApi.create_repo``,
 ``create_branch``, ``list_repo_tree``/``list_repo_files``, ``repo_info``, ``upload_folder``
-(``validate-yaml`` of the card, ``preupload``, NDJSON ``commit`` with base64 inline content)
-and a raw ``resolve`` download call, keeps repositories in memory, and records every
-request so tests can assert what the "Hub" received. Every file is answered as a regular
-(non-LFS) upload, so no LFS/xet transfer is involved: keep test files small.
+(``validate-yaml`` of the card, ``preupload``, NDJSON ``commit``) and a raw ``resolve``
+download call, keeps repositories in memory, and records every request so tests can assert
+what the "Hub" received.
+
+Like the Hub, ``preupload`` answers "lfs" for paths the branch's ``.gitattributes`` marks
+``filter=lfs`` (every ``*.parquet``) and for files of ``lfs_threshold`` bytes or more; other
+files are committed inline (base64). LFS files go through the git LFS batch API with the
+``basic`` transfer: ``POST {repo}.git/info/lfs/objects/batch``, a ``PUT`` of the bytes to a
+presigned URL (no Hub token, like S3), a ``verify`` call, then an ``lfsFile`` commit entry; the
+tree lists them with their ``lfs`` pointer info. The multipart transfer is not offered, and
+Xet storage is not implemented: ``huggingface_hub`` uses Xet whenever ``hf_xet`` is installed,
+so tests that upload LFS files must set ``huggingface_hub.constants.HF_HUB_DISABLE_XET``.
 """
 
 from __future__ import annotations
 
 import base64
+import fnmatch
 import hashlib
 import json
+import secrets
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -23,9 +33,30 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
+# The Hub stores files from this size on through LFS, whatever their name.
+LFS_THRESHOLD = 10 * 1024 * 1024
+
 
 def git_blob_sha1(content: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(content) + content, usedforsecurity=False).hexdigest()
+
+
+def lfs_pointer(content: bytes) -> bytes:
+    """The git LFS pointer file that git stores in place of ``content``."""
+    oid = hashlib.sha256(content).hexdigest()
+    return (
+        f"version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize {len(content)}\n"
+    ).encode()
+
+
+def lfs_patterns(gitattributes: bytes) -> list[str]:
+    """The patterns a ``.gitattributes`` file sends through LFS (``filter=lfs``)."""
+    patterns = []
+    for line in gitattributes.decode().splitlines():
+        pattern, *attributes = line.split()
+        if "filter=lfs" in attributes:
+            patterns.append(pattern)
+    return patterns
 
 
 @dataclass
@@ -42,6 +73,8 @@ class StandInRepo:
     private: bool
     branches: dict[str, dict[str, bytes]] = field(default_factory=dict)
     heads: dict[str, str] = field(default_factory=dict)
+    # per branch, the paths stored as LFS objects (git holds their pointer files)
+    lfs: dict[str, set[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -55,7 +88,10 @@ class Request:
 class LocalHubStandIn:
     """In-memory stand-in for the Hub API, served over real HTTP on 127.0.0.1."""
 
-    def __init__(self) -> None:
+    def __init__(self, lfs_threshold: int = LFS_THRESHOLD) -> None:
+        self.lfs_threshold = lfs_threshold
+        self.lfs_objects: dict[str, bytes] = {}  # sha256 -> bytes received by LFS PUTs
+        self._upload_signatures: dict[str, str] = {}  # sha256 -> its presigned URL's signature
         self.repos: dict[str, StandInRepo] = {}
         self.commits: list[Commit] = []
         self.requests: list[Request] = []
@@ -110,6 +146,15 @@ class LocalHubStandIn:
                 self.wfile.write(data)
 
             def _body(self) -> bytes:
+                if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                    chunks = []
+                    while True:
+                        size = int(self.rfile.readline().split(b";")[0], 16)
+                        chunk = self.rfile.read(size)
+                        self.rfile.readline()  # the CRLF after every chunk
+                        if not size:
+                            return b"".join(chunks)
+                        chunks.append(chunk)
                 length = int(self.headers.get("Content-Length") or 0)
                 return self.rfile.read(length) if length else b""
 
@@ -141,6 +186,9 @@ class LocalHubStandIn:
             def do_POST(self) -> None:
                 self._dispatch("POST")
 
+            def do_PUT(self) -> None:
+                self._dispatch("PUT")
+
         return Handler
 
     def _route(
@@ -151,6 +199,16 @@ class LocalHubStandIn:
             return self._create_repo(json.loads(body))
         if method == "POST" and segments == ["api", "validate-yaml"]:
             return self._validate_yaml(json.loads(body))
+        if segments[:1] == ["lfs-objects"] and method == "PUT" and len(segments) == 2:
+            return self._lfs_put(segments[1], query, body)
+        if segments[:1] == ["datasets"] and segments[3:6] == ["info", "lfs", "objects"]:
+            repo_name = segments[2].removesuffix(".git")
+            if f"{segments[1]}/{repo_name}" not in self.repos:
+                return 404, {"error": "Repository not found"}, None
+            if method == "POST" and segments[6:] == ["batch"]:
+                return self._lfs_batch(f"{segments[1]}/{repo_name}", json.loads(body))
+            if method == "POST" and segments[6:] == ["verify"]:
+                return self._lfs_verify(json.loads(body))
         if segments[:2] == ["api", "datasets"] and len(segments) >= 5:
             repo_id, action, rest = f"{segments[2]}/{segments[3]}", segments[4], segments[5:]
             repo = self.repos.get(repo_id)
@@ -169,6 +227,8 @@ class LocalHubStandIn:
                 return self._preupload(repo, revision, json.loads(body))
             if method == "POST" and action == "commit":
                 return self._commit(repo_id, repo, revision, body)
+            if action == "xet-write-token":
+                return 501, {"error": "the stand-in does not implement Xet storage"}, None
         if segments[:1] == ["datasets"] and len(segments) >= 6 and segments[3] == "resolve":
             repo = self.repos.get(f"{segments[1]}/{segments[2]}")
             files = repo.branches.get(segments[4], {}) if repo else {}
@@ -204,6 +264,7 @@ class LocalHubStandIn:
         repo.branches["main"] = {
             ".gitattributes": b"*.parquet filter=lfs diff=lfs merge=lfs -text\n"
         }
+        repo.lfs["main"] = set()
         self.repos[repo_id] = repo
         self._new_commit(repo, "main", "initial commit", [".gitattributes"], [])
         return 200, {"url": self._url(repo_id)}, None
@@ -230,12 +291,13 @@ class LocalHubStandIn:
         start = payload.get("startingPoint") or "main"
         repo.branches[branch] = dict(repo.branches[start])
         repo.heads[branch] = repo.heads[start]
+        repo.lfs[branch] = set(repo.lfs[start])
         return 200, {}, None
 
     def _tree(self, repo: StandInRepo, revision: str, under: str) -> tuple[int, Any, None]:
         prefix = f"{under}/" if under else ""
         entries = [
-            {"type": "file", "path": path, "size": len(content), "oid": git_blob_sha1(content)}
+            self._tree_entry(path, content, path in repo.lfs[revision])
             for path, content in sorted(repo.branches[revision].items())
             if path.startswith(prefix)
         ]
@@ -249,6 +311,28 @@ class LocalHubStandIn:
         ]
         return 200, entries, None
 
+    @staticmethod
+    def _tree_entry(path: str, content: bytes, lfs: bool) -> dict[str, Any]:
+        if not lfs:
+            return {
+                "type": "file",
+                "path": path,
+                "size": len(content),
+                "oid": git_blob_sha1(content),
+            }
+        pointer = lfs_pointer(content)
+        return {
+            "type": "file",
+            "path": path,
+            "size": len(content),
+            "oid": git_blob_sha1(pointer),  # git stores the pointer, not the content
+            "lfs": {
+                "oid": hashlib.sha256(content).hexdigest(),
+                "size": len(content),
+                "pointerSize": len(pointer),
+            },
+        }
+
     def _info(self, repo_id: str, repo: StandInRepo, revision: str) -> tuple[int, Any, None]:
         return (
             200,
@@ -261,32 +345,78 @@ class LocalHubStandIn:
             None,
         )
 
+    def _is_lfs(self, repo: StandInRepo, revision: str, path: str, size: int) -> bool:
+        if size >= self.lfs_threshold:
+            return True
+        patterns = lfs_patterns(repo.branches[revision].get(".gitattributes", b""))
+        name = path.rsplit("/", 1)[-1]
+        # A gitattributes pattern without a slash matches the file name in any folder.
+        return any(fnmatch.fnmatch(path if "/" in p else name, p) for p in patterns)
+
     def _preupload(
         self, repo: StandInRepo, revision: str, payload: dict[str, Any]
     ) -> tuple[int, Any, None]:
         files = repo.branches[revision]
-        return (
-            200,
-            {
-                "files": [
-                    {
-                        "path": item["path"],
-                        "uploadMode": "regular",
-                        "shouldIgnore": False,
-                        "oid": git_blob_sha1(files[item["path"]])
-                        if item["path"] in files
-                        else None,
-                    }
-                    for item in payload["files"]
-                ]
-            },
-            None,
-        )
+        answers = []
+        for item in payload["files"]:
+            path, content = item["path"], files.get(item["path"])
+            if content is None:
+                oid = None
+            elif path in repo.lfs[revision]:  # the client compares its sha256 for LFS files
+                oid = hashlib.sha256(content).hexdigest()
+            else:
+                oid = git_blob_sha1(content)
+            lfs = self._is_lfs(repo, revision, path, item["size"])
+            answers.append(
+                {
+                    "path": path,
+                    "uploadMode": "lfs" if lfs else "regular",
+                    "shouldIgnore": False,
+                    "oid": oid,
+                }
+            )
+        return 200, {"files": answers}, None
+
+    def _lfs_batch(self, repo_id: str, payload: dict[str, Any]) -> tuple[int, Any, None]:
+        """Answer a git LFS batch request: where to PUT each object not stored yet."""
+        if payload.get("operation") != "upload" or "basic" not in payload.get("transfers", []):
+            return 400, {"message": "the stand-in only takes basic LFS uploads"}, None
+        objects = []
+        for item in payload["objects"]:
+            oid, size = item["oid"], item["size"]
+            answer: dict[str, Any] = {"oid": oid, "size": size, "authenticated": True}
+            stored = self.lfs_objects.get(oid)
+            if stored is None or len(stored) != size:
+                # A presigned URL: its signature authorises the PUT, not the Hub token.
+                signature = self._upload_signatures.setdefault(oid, secrets.token_hex(16))
+                answer["actions"] = {
+                    "upload": {"href": f"{self.endpoint}/lfs-objects/{oid}?sig={signature}"},
+                    "verify": {
+                        "href": f"{self._url(repo_id)}.git/info/lfs/objects/verify",
+                        "header": {},
+                    },
+                }
+            objects.append(answer)
+        return 200, {"transfer": "basic", "objects": objects}, None
+
+    def _lfs_put(self, oid: str, query: dict[str, list[str]], body: bytes) -> tuple[int, Any, None]:
+        if query.get("sig") != [self._upload_signatures.get(oid)]:
+            return 403, {"error": "bad or missing upload signature"}, None
+        if hashlib.sha256(body).hexdigest() != oid:
+            return 400, {"error": f"content does not hash to {oid}"}, None
+        self.lfs_objects[oid] = body
+        return 200, {}, None
+
+    def _lfs_verify(self, payload: dict[str, Any]) -> tuple[int, Any, None]:
+        stored = self.lfs_objects.get(payload["oid"])
+        if stored is None or len(stored) != payload["size"]:
+            return 404, {"error": f"LFS object {payload['oid']} was not uploaded"}, None
+        return 200, {}, None
 
     def _commit(
         self, repo_id: str, repo: StandInRepo, revision: str, body: bytes
     ) -> tuple[int, Any, None]:
-        files = repo.branches[revision]
+        files, lfs = repo.branches[revision], repo.lfs[revision]
         summary, added, deleted = "", [], []
         for line in body.splitlines():
             if not line.strip():
@@ -298,17 +428,29 @@ class LocalHubStandIn:
             elif key == "file":
                 assert value.get("encoding") == "base64", value
                 files[value["path"]] = base64.b64decode(value["content"])
+                lfs.discard(value["path"])
+                added.append(value["path"])
+            elif key == "lfsFile":
+                content = self.lfs_objects.get(value["oid"])
+                if value.get("algo") != "sha256" or content is None:
+                    return 400, {"error": f"LFS object {value['oid']} was not uploaded"}, None
+                if len(content) != value["size"]:
+                    return 400, {"error": f"LFS object {value['oid']} has another size"}, None
+                files[value["path"]] = content
+                lfs.add(value["path"])
                 added.append(value["path"])
             elif key == "deletedFile":
                 files.pop(value["path"], None)
+                lfs.discard(value["path"])
                 deleted.append(value["path"])
             elif key == "deletedFolder":
                 folder = value["path"].rstrip("/") + "/"
                 for path in [p for p in files if p.startswith(folder)]:
                     files.pop(path)
+                    lfs.discard(path)
                     deleted.append(path)
             else:
-                return 400, {"error": f"stand-in does not accept {key} (LFS) operations"}, None
+                return 400, {"error": f"stand-in does not accept {key} operations"}, None
         oid = self._new_commit(repo, revision, summary, added, deleted)
         return (
             200,

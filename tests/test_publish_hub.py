@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
 
+import huggingface_hub.constants
 import pytest
+from huggingface_hub import HfApi
+from huggingface_hub.hf_api import RepoFile
 
 from publishing.hub import SchemaMismatchError, push_to_hub
 from publishing.layout import manifest_of, publish_folder
@@ -22,6 +26,9 @@ def hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[LocalHubSta
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))  # no stored token leaks in
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    # huggingface_hub sends LFS files through Xet whenever hf_xet is installed; the stand-in
+    # speaks the git LFS batch API instead (the constant is read at call time).
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_DISABLE_XET", True)
     with LocalHubStandIn() as server:
         yield server
 
@@ -51,13 +58,20 @@ def test_first_push_uploads_every_file(
     assert {p: c for p, c in remote.items() if p != ".gitattributes"} == local
     assert "data/terminal/train-00000-of-00001.parquet" in remote
     assert "README.md" in remote
-    assert hub.validated_cards == [(folder / "README.md").read_text()]
-    uploads = [c for c in hub.commits if c.summary.startswith("Publish")]
-    assert len(uploads) == 1 and uploads[0].revision == "main"
-    assert report.commit == uploads[0].oid
+    # upload_folder validates the card before hashing the files, create_commit again
+    assert hub.validated_cards
+    assert set(hub.validated_cards) == {(folder / "README.md").read_text()}
+    commits = [c for c in hub.commits if c.summary.startswith("Publish")]
+    assert len(commits) == 1 and commits[0].revision == "main"
+    assert report.commit == commits[0].oid
 
-    # the token travelled in the Authorization header of every request, and nowhere else
-    assert hub.requests and all(r.authorization == f"Bearer {TOKEN}" for r in hub.requests)
+    # the token travelled in the Authorization header of every API request, and nowhere else:
+    # LFS bytes go to presigned URLs, which must not receive it
+    api = [r for r in hub.requests if not r.path.startswith("/lfs-objects/")]
+    assert api and all(r.authorization == f"Bearer {TOKEN}" for r in api)
+    uploads = [r for r in hub.requests if r.path.startswith("/lfs-objects/")]
+    assert uploads and all(r.authorization is None for r in uploads)
+    assert not any(TOKEN in str(r.query) for r in hub.requests)
     captured = capsys.readouterr()
     assert TOKEN not in captured.out + captured.err
     assert TOKEN not in caplog.text
@@ -84,7 +98,8 @@ def test_push_to_a_new_branch_with_token_from_env(
     assert "README.md" in hub.files("org/corpus", "v1")
     assert "README.md" not in hub.files("org/corpus", "main")
     assert [c.revision for c in hub.commits if c.summary.startswith("Publish")] == ["v1"]
-    assert all(r.authorization == f"Bearer {TOKEN}" for r in hub.requests)
+    api = [r for r in hub.requests if not r.path.startswith("/lfs-objects/")]
+    assert all(r.authorization == f"Bearer {TOKEN}" for r in api)
     assert hub.repos["org/corpus"].private is False
 
 
@@ -128,3 +143,50 @@ def test_changed_corpus_uploads_only_the_difference(hub: LocalHubStandIn, tmp_pa
     last = hub.commits[-1]
     assert sorted(last.added) == ["README.md", "meta/manifest.json"]
     assert b"apache-2.0" in hub.files("org/corpus")["README.md"]
+
+
+def test_shards_are_uploaded_through_the_lfs_batch_api(hub: LocalHubStandIn, folder: Path) -> None:
+    push_to_hub(folder, "org/corpus", token=TOKEN, endpoint=hub.endpoint)
+    shards = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.parquet"))
+    oids = {path: hashlib.sha256((folder / path).read_bytes()).hexdigest() for path in shards}
+    assert "data/web/train-00000-of-00001.parquet" in shards
+    # .gitattributes sends *.parquet through LFS: batch request, one PUT per object, verify
+    assert any(r.path == "/datasets/org/corpus.git/info/lfs/objects/batch" for r in hub.requests)
+    puts = sorted(r.path for r in hub.requests if r.method == "PUT")
+    assert puts == sorted(f"/lfs-objects/{oid}" for oid in set(oids.values()))
+    assert hub.repos["org/corpus"].lfs["main"] == set(shards)
+    remote = hub.files("org/corpus")
+    assert all(remote[path] == (folder / path).read_bytes() for path in shards)
+
+    # the tree reports them as LFS files, by sha256, the rest as git blobs
+    tree = {
+        entry.path: entry
+        for entry in HfApi(endpoint=hub.endpoint, token=TOKEN).list_repo_tree(
+            "org/corpus", recursive=True, repo_type="dataset"
+        )
+        if isinstance(entry, RepoFile)
+    }
+    for path in shards:
+        lfs = tree[path].lfs
+        assert lfs is not None and lfs.sha256 == oids[path]
+    assert tree["README.md"].lfs is None
+
+    # compared by sha256, nothing changed: no second upload
+    seen = len(hub.requests)
+    assert push_to_hub(folder, "org/corpus", token=TOKEN, endpoint=hub.endpoint).noop
+    assert not [r for r in hub.requests[seen:] if r.method == "PUT"]
+
+
+def test_large_files_go_through_lfs_whatever_their_name(hub: LocalHubStandIn, folder: Path) -> None:
+    hub.lfs_threshold = (folder / "meta" / "manifest.json").stat().st_size
+    push_to_hub(folder, "org/corpus", token=TOKEN, endpoint=hub.endpoint)
+    stored_as_lfs = hub.repos["org/corpus"].lfs["main"]
+    assert "meta/manifest.json" in stored_as_lfs
+    small = [
+        path
+        for path in manifest_of(folder)
+        if not path.endswith(".parquet") and (folder / path).stat().st_size < hub.lfs_threshold
+    ]
+    assert small and not stored_as_lfs & set(small)
+    manifest = (folder / "meta" / "manifest.json").read_bytes()
+    assert hub.files("org/corpus")["meta/manifest.json"] == manifest
