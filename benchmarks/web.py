@@ -267,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     explore_steps = args.explore_steps or (15 if args.quick else 60)
     try:
         require_site_images(args.sites)
-    except Exception as error:  # noqa: BLE001 - report any setup problem and stop
+    except Exception as error:  # any setup problem: report it and stop
         log(str(error))
         return 2
 

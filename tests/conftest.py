@@ -20,3 +20,18 @@ def terminal_image() -> str:
 
     ensure_image("terminal", client=None)
     return "worldtrace/terminal:latest"
+
+
+@pytest.fixture(scope="session")
+def site_images() -> None:
+    """Every web site image, built if its definition changed; skips only without Docker."""
+    from sandboxes.docker import SandboxError, docker_client
+    from sandboxes.images import ensure_image
+    from sandboxes.websites import SITES
+
+    try:
+        docker_client()
+    except SandboxError as error:
+        pytest.skip(f"Docker is unavailable: {error}")
+    for definition in SITES.values():
+        ensure_image(definition.image.split("/", 1)[1].split(":", 1)[0])

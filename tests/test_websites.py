@@ -15,23 +15,9 @@ import httpx
 import pytest
 
 from sandboxes import websites
-from sandboxes.docker import SandboxError, docker_client
 from sandboxes.websites import SITES, RunningSite, SiteError, require_site_images, start_site
 
 pytestmark = pytest.mark.docker
-
-
-@pytest.fixture(scope="session")
-def site_images() -> None:
-    """Every site image, built if its definition changed; skips only without a Docker engine."""
-    try:
-        docker_client()
-    except SandboxError as error:
-        pytest.skip(f"Docker is unavailable: {error}")
-    from sandboxes.images import ensure_image
-
-    for definition in SITES.values():
-        ensure_image(definition.image.split("/", 1)[1].split(":", 1)[0])
 
 
 def http() -> httpx.Client:

@@ -65,11 +65,16 @@ class WebCollector(Collector):
         environment: BaseModel | None = None,
     ) -> EpisodePlan:
         """Scripted episodes cycle through the site's tasks (or the named ones)."""
-        if policy_kind != "script":
-            return EpisodePlan(index=index, seed=seed, task=None)
         from collectors.web.site_tasks import task_by_name, tasks_for_site
+        from sandboxes.websites import site_definition
 
         site = environment.site if isinstance(environment, WebConfig) else WebConfig().site
+        try:
+            site_definition(site)  # an unknown site is a config error, before anything starts
+        except ValueError as error:
+            raise LookupError(str(error)) from None
+        if policy_kind != "script":
+            return EpisodePlan(index=index, seed=seed, task=None)
         library = [task_by_name(name) for name in tasks] if tasks else tasks_for_site(site)
         foreign = sorted({task.name for task in library if task.site != site})
         if foreign:
