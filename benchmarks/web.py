@@ -310,9 +310,8 @@ def _print(report: dict[str, Any]) -> None:
     if small:
         worst = max(small)
         verdict = "met" if worst <= TARGET_SMALL_MEDIAN_S else "MISSED"
-        print(
-            f"worst small-page median step: {worst:.3f} s (target <= {TARGET_SMALL_MEDIAN_S}) {verdict}"
-        )
+        target = TARGET_SMALL_MEDIAN_S
+        print(f"worst small-page median step: {worst:.3f} s (target <= {target}) {verdict}")
     print("\nthroughput (exploring policy, recorded)")
     for workers, row in report["throughput"].items():
         print(
@@ -322,12 +321,10 @@ def _print(report: dict[str, Any]) -> None:
     growth = report["growth"]
     print("\ntree extraction vs page size (Datasette loans table)")
     for point in growth["points"]:
-        print(
-            f"  {point['rows']:>5} rows {point['nodes']:>6} nodes {point['extract_s'] * 1000:>8.1f} ms"
-        )
-    print(
-        f"  slope {growth['ms_per_1000_nodes']} ms per 1000 nodes, intercept {growth['intercept_ms']} ms"
-    )
+        extract_ms = point["extract_s"] * 1000
+        print(f"  {point['rows']:>5} rows {point['nodes']:>6} nodes {extract_ms:>8.1f} ms")
+    slope, intercept = growth["ms_per_1000_nodes"], growth["intercept_ms"]
+    print(f"  slope {slope} ms per 1000 nodes, intercept {intercept} ms")
 
 
 if __name__ == "__main__":
