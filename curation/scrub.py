@@ -160,11 +160,17 @@ def _sub_hinted_lines(text: str, hint: re.Pattern[str], sub: Callable[[str], str
 
 
 class Scrubber:
-    """Scrubs strings and counts what it replaced, per kind."""
+    """Scrubs strings and counts what it replaced, per kind.
 
-    def __init__(self, settings: ScrubSettings) -> None:
+    With ``remember`` > 0 the results for up to that many distinct recent texts are kept with
+    the counts they produced, and a repeated text is answered from them (counted again).
+    """
+
+    def __init__(self, settings: ScrubSettings, remember: int = 0) -> None:
         self.settings = settings
         self.counts: Counter[str] = Counter()
+        self.remember = remember
+        self._memo: dict[str, tuple[str, Counter[str]]] = {}
 
     def _sub(self, kind: str, pattern: re.Pattern[str], repl: Replacement, text: str) -> str:
         text, n = pattern.subn(repl, text)
@@ -186,6 +192,24 @@ class Scrubber:
 
     def text(self, text: str) -> str:
         """Return ``text`` with every secret and personal datum replaced."""
+        if not self.remember:
+            return self._scrub(text)
+        known = self._memo.get(text)
+        if known is None:
+            outer, self.counts = self.counts, Counter()
+            try:
+                known = (self._scrub(text), self.counts)
+            finally:
+                self.counts = outer
+            if len(self._memo) >= self.remember:
+                self._memo.clear()  # a stream's repeats are close together: start afresh
+            self._memo[text] = known
+        scrubbed, counts = known
+        if counts:
+            self.counts.update(counts)
+        return scrubbed
+
+    def _scrub(self, text: str) -> str:
         lowered: str | None = None
         for kind, pattern, repl, markers, lowercase, marker_pattern in _SECRET_CHECKS:
             if marker_pattern is not None:
@@ -258,6 +282,10 @@ class Scrubber:
         row["action"] = action
 
 
+SCRUB_MEMORY = 64
+"""Distinct recent texts whose scrubbed form :class:`ScrubStep` keeps for reuse."""
+
+
 class ScrubStep(TallyStep):
     """Scrubs every document's row and re-renders its text."""
 
@@ -270,8 +298,11 @@ class ScrubStep(TallyStep):
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> Iterator:
         """Scrub and forward every document."""
+        # Consecutive steps repeat texts (one step's next screen is the following step's
+        # screen, the task and most metadata stay the same), so recent results are reused.
+        scrubber = Scrubber(self.settings, remember=SCRUB_MEMORY)
         for doc in data:
-            scrubber = Scrubber(self.settings)
+            scrubber.counts = Counter()  # counted per document
             scrubber.row(doc.metadata)
             doc.text = render_transition(doc.metadata)
             for kind, count in scrubber.counts.items():

@@ -6,6 +6,7 @@ no pre-check: it is what :class:`curation.scrub.Scrubber` must be equivalent to.
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 import json
 import random
@@ -101,3 +102,31 @@ def test_json_column_untouched_without_secrets_and_scrubbed_with_them() -> None:
     escaped = json.dumps({"to": "bob\u0040example.com"}, ensure_ascii=True).replace("@", "\\u0040")
     assert json.loads(scrubber.json_column(escaped) or "") == {"to": "<EMAIL>"}
     assert scrubber.counts == Counter({"email": 1})
+
+
+def test_remembered_texts_are_counted_every_time() -> None:
+    texts = [CASES[1], CASES[2], CASES[1], CASES[0], CASES[7], CASES[1], CASES[2]]
+    scrubber = Scrubber(ScrubSettings(), remember=2)  # small enough to be cleared on the way
+    total: Counter[str] = Counter()
+    for text in texts:
+        expected, counts = reference(text, ScrubSettings())
+        assert scrubber.text(text) == expected
+        total += counts
+    assert +scrubber.counts == total
+    assert total["email"] == 3 and total["ipv6"] == 6
+
+
+def test_scrub_step_tallies_repeated_screens_per_document() -> None:
+    from datatrove.data import Document
+
+    from curation.scrub import ScrubStep
+    from schemas import to_row
+    from tests.records import make_transition
+
+    row = to_row(make_transition(task="mail bob@example.com"))
+    docs = [Document(text="", id=f"d{i}", metadata=copy.deepcopy(row)) for i in range(3)]
+    step = ScrubStep(ScrubSettings())
+    out = list(step.run(iter(docs)))
+    assert [doc.metadata["task"] for doc in out] == ["mail <EMAIL>"] * 3
+    assert step.tallies["terminal|sha256:abc|scrubbed:email"] == 3
+    assert step.tallies["terminal|sha256:abc|scrubbed_rows"] == 3
