@@ -210,7 +210,8 @@ def render_card(
         "",
         _table(["field", "type", "description"], [list(row) for row in schema_rows()]),
         "",
-        "Episode-level facts are in `meta/episodes.parquet`; `meta/schema.json` holds the "
+        "Episode-level facts are in `meta/episodes.parquet` (an episode's `length` counts "
+        "its steps published here, after curation); `meta/schema.json` holds the "
         "schema version and Arrow schema, `meta/manifest.json` the sha256 of every file.",
         "",
         "## Polars recipes",

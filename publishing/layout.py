@@ -10,7 +10,8 @@ Output, the Hub layout::
 
     README.md                                      dataset card with one config per domain + all
     data/<domain>/train-XXXXX-of-YYYYY.parquet     Transition rows, ~shard_size_mb per shard
-    meta/episodes.parquet                          Episode rows (empty table when none were given)
+    meta/episodes.parquet                          Episode rows, length = rows published
+                                                   (empty table when none were given)
     meta/environments.json                         every environment version, with row counts
     meta/schema.json                               schema version and Arrow schema
     meta/curation_stats.json                       the corpus stats.json, when present
@@ -28,6 +29,8 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -161,6 +164,20 @@ class _Written:
     stats: pa.Table
 
 
+def _read_corpus(files: list[Path], schema: pa.Schema) -> Iterator[tuple[pa.Table, pa.Table]]:
+    """Yield every batch of ``files`` in ``schema``, with its :func:`arrow_row_stats`."""
+    for source in files:
+        try:
+            handle = pq.ParquetFile(source)
+            for batch in handle.iter_batches(batch_size=ROWS_PER_ROW_GROUP):
+                table = _conform(pa.Table.from_batches([batch]), schema, source)
+                if table["domain"].null_count:
+                    raise PublishError(f"{source}: rows without a domain")
+                yield table, arrow_row_stats(table)
+        except (OSError, pa.ArrowInvalid) as error:
+            raise PublishError(f"{source}: unreadable parquet: {error}") from None
+
+
 def _write_transitions(corpus_dir: Path, out: Path, limit: int) -> _Written:
     schema = arrow_schema_of(Transition)
     files = sorted((corpus_dir / "transitions").glob("*/*.parquet"))
@@ -170,27 +187,23 @@ def _write_transitions(corpus_dir: Path, out: Path, limit: int) -> _Written:
     # The card's summary is computed from these, gathered from the batches as they are
     # written: reading the shards back for it cost as much again as a third of the write.
     stats: list[pa.Table] = []
-    for source in files:
-        try:
-            handle = pq.ParquetFile(source)
-            batches = handle.iter_batches(batch_size=ROWS_PER_ROW_GROUP)
-            for batch in batches:
-                table = _conform(pa.Table.from_batches([batch]), schema, source)
-                domains = table.column("domain").unique().to_pylist()
-                if None in domains:
-                    raise PublishError(f"{source}: rows without a domain")
-                for domain in sorted(domains):
-                    part = (
-                        table
-                        if len(domains) == 1
-                        else table.filter(pc.equal(table["domain"], domain))
-                    )
-                    if domain not in writers:
-                        writers[domain] = _DomainShards(out / "data" / domain, schema, limit)
-                    writers[domain].write(part)
-                stats.append(arrow_row_stats(table))
-        except (OSError, pa.ArrowInvalid) as error:
-            raise PublishError(f"{source}: unreadable parquet: {error}") from None
+    batches = _read_corpus(files, schema)
+    with ThreadPoolExecutor(max_workers=1) as reader:
+        pending = reader.submit(next, batches, None)
+        while (item := pending.result()) is not None:
+            # Decode the next batch while this one is encoded: pyarrow releases the GIL, so
+            # reading overlaps writing instead of adding to it (as read_table's threads do).
+            pending = reader.submit(next, batches, None)
+            table, row_stats = item
+            domains = sorted(table["domain"].unique().to_pylist())
+            for domain in domains:
+                part = (
+                    table if len(domains) == 1 else table.filter(pc.equal(table["domain"], domain))
+                )
+                if domain not in writers:
+                    writers[domain] = _DomainShards(out / "data" / domain, schema, limit)
+                writers[domain].write(part)
+            stats.append(row_stats)
     shards = {domain: writers[domain].finish() for domain in sorted(writers)}
     rows = {domain: writers[domain].rows for domain in sorted(writers)}
     return _Written(shards, rows, pa.concat_tables(stats))

@@ -329,3 +329,12 @@ def test_screenshots_that_do_not_decode_are_refused(tmp_path: Path) -> None:
     with pytest.raises(PublishError, match="first row does not decode"):
         publish_folder(corpus, tmp_path / "dist")
     assert not (tmp_path / "dist").exists()
+
+
+def test_unreadable_shard_is_reported_by_name(tmp_path: Path) -> None:
+    corpus = make_corpus(tmp_path / "corpus")
+    (corpus / "transitions" / "web" / "zz-broken.parquet").write_bytes(b"PAR1 not parquet")
+    with pytest.raises(PublishError, match=r"zz-broken\.parquet: unreadable parquet"):
+        publish_folder(corpus, tmp_path / "dist")
+    assert not (tmp_path / "dist").exists()
+    assert not list(tmp_path.glob(".dist.*"))
