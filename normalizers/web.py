@@ -42,6 +42,7 @@ class WebNormalizer(DomainNormalizer):
         # "Nothing changed" is something a world model must learn; say so explicitly.
         meta["noop"] = bool(raw.get("unchanged", False))
         meta["crashed"] = bool(raw.get("crashed", False))
+        meta["unresponsive"] = bool(raw.get("unresponsive", False))
         png = raw.get("screenshot_png")
         return Observation(
             format=FORMAT,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -221,6 +222,20 @@ def test_a_crashed_renderer_ends_the_episode_with_a_reason(env: WebEnvironment) 
     assert outcome.truncated is True
     assert outcome.error == "renderer crashed"
     assert outcome.observation["crashed"] is True
+
+
+def test_a_page_stuck_in_javascript_ends_the_episode_instead_of_hanging(pages) -> None:
+    env = environment_on_pages(pages, start_path="/hang.html", settle_cap_s=2)
+    try:
+        first = env.reset(seed=0, task=None)
+        started = time.monotonic()
+        outcome = step(env, f"click('{bid(first, 'button', 'Run forever')}')")
+        assert time.monotonic() - started < 20
+        assert outcome.truncated is True
+        assert outcome.error == "page unresponsive: its JavaScript was busy for 2.0 s"
+        assert outcome.observation["unresponsive"] is True
+    finally:
+        env.close()
 
 
 def test_a_very_large_page_is_observed_and_capped(pages: TestPages) -> None:

@@ -26,7 +26,7 @@ from collectors.base import Environment, RawObservation, StepOutcome, Task
 from collectors.web.actions import ActionRefused, run_action
 from collectors.web.axtree import flatten_axtree
 from collectors.web.browser import chromium_version, thread_browser
-from collectors.web.observation import read_page
+from collectors.web.observation import read_page, responsive
 from collectors.web.tasks import PageCheck
 from schemas import Action, EnvironmentRef
 
@@ -113,7 +113,7 @@ class WebEnvironment(Environment):
         self._inflight = 0
         self._last_network = 0.0
         self._events: dict[str, list[dict[str, Any]]] = _no_events()
-        self._crashed = False
+        self._broken: str | None = None  # why the page can no longer be observed
         self._previous_state: tuple[str, str] | None = None
 
     # --- BrowserTabs, for the actions ---------------------------------------------------------
@@ -168,7 +168,10 @@ class WebEnvironment(Environment):
         error = self._attempt(lambda: page.goto(self.site.url(start_path)))  # type: ignore[union-attr]
         if error is not None:
             raise RuntimeError(f"the start page of {self.config.site} did not load: {error}")
-        return self._observe({"action_s": round(time.perf_counter() - started, 6)})
+        observation = self._observe({"action_s": round(time.perf_counter() - started, 6)})
+        if self._broken is not None:
+            raise RuntimeError(f"the start page of {self.config.site} broke: {self._broken}")
+        return observation
 
     def step(self, action: Action, timeout_s: float) -> StepOutcome:
         """Run one action, let the page settle, and observe it."""
@@ -180,11 +183,11 @@ class WebEnvironment(Environment):
         else:
             error = self._attempt(lambda: run_action(action, self))
         action_s = time.perf_counter() - started
-        if self._crashed:
-            observation = self._crash_observation(action_s)
-            latency = time.perf_counter() - started
-            return StepOutcome(observation, latency, truncated=True, error="renderer crashed")
         observation = self._observe({"action_s": round(action_s, 6)})
+        if self._broken is not None:
+            # The episode cannot go on: end it here, with the reason as the step's error.
+            latency = time.perf_counter() - started
+            return StepOutcome(observation, latency, truncated=True, error=self._broken)
         return StepOutcome(
             observation,
             time.perf_counter() - started,
@@ -198,7 +201,7 @@ class WebEnvironment(Environment):
         if check is None or self.site is None:
             return None
         if isinstance(check, PageCheck):
-            if self._page is None or self._page.is_closed():
+            if self._page is None or self._page.is_closed() or self._broken is not None:
                 return 0.0
             text = flatten_axtree(read_page(self.page, self._cdp_for(self.page), False)["axtree"])
             return 1.0 if check.passes(self.page.url, text) else 0.0
@@ -239,7 +242,7 @@ class WebEnvironment(Environment):
         self.context = None
         self._page = None
         self._cdp.clear()
-        self._crashed = False
+        self._broken = None
         self._previous_state = None
         if self.site is not None:
             self.site.close()
@@ -289,7 +292,7 @@ class WebEnvironment(Environment):
         )
 
     def _on_crash(self, page: Page) -> None:
-        self._crashed = True
+        self._broken = "renderer crashed"
 
     def _on_request_start(self, request: Request) -> None:
         self._inflight += 1
@@ -320,7 +323,7 @@ class WebEnvironment(Environment):
             page.wait_for_load_state("load", timeout=self.config.settle_cap_s * 1000)
         quiet_s = self.config.quiet_ms / 1000
         settled = False
-        while not self._crashed and not page.is_closed():
+        while self._broken is None and not page.is_closed():
             now = time.perf_counter()
             if self._inflight == 0 and now - self._last_network >= quiet_s:
                 settled = True
@@ -352,10 +355,15 @@ class WebEnvironment(Environment):
             remaining = self.pages()
             self.activate(remaining[-1] if remaining else self.context.new_page())  # type: ignore[union-attr]
         settle_s, settled = self._settle()
-        if self._crashed:
-            return self._crash_observation(timing.get("action_s", 0.0))
         page = self.page
-        content = read_page(page, self._cdp_for(page), self.config.screenshot)
+        cdp = self._cdp_for(page)
+        if self._broken is None and not responsive(cdp, self.config.settle_cap_s * 1000):
+            self._broken = (
+                f"page unresponsive: its JavaScript was busy for {self.config.settle_cap_s} s"
+            )
+        if self._broken is not None:
+            return self._broken_observation(timing)
+        content = read_page(page, cdp, self.config.screenshot)
         nodes = content["axtree"]["nodes"]
         truncated = len(nodes) > self.config.max_tree_nodes
         if truncated:
@@ -378,7 +386,8 @@ class WebEnvironment(Environment):
             "timing": {**timing, "settle_s": round(settle_s, 6), **content["timing"]},
         }
 
-    def _crash_observation(self, action_s: float) -> RawObservation:
+    def _broken_observation(self, timing: dict[str, float]) -> RawObservation:
+        # Nothing can be read from a dead or stuck page; say so rather than wait for it.
         return {
             "url": self._page.url if self._page else "",
             "title": "",
@@ -392,9 +401,10 @@ class WebEnvironment(Environment):
             "tree_truncated": False,
             "settled": False,
             "unchanged": False,
-            "crashed": True,
+            "crashed": self._broken == "renderer crashed",
+            "unresponsive": self._broken is not None and self._broken != "renderer crashed",
             "events": self._events,
-            "timing": {"action_s": round(action_s, 6)},
+            "timing": timing,
         }
 
 

@@ -74,7 +74,12 @@ CDP_TIMEOUT_MS = 60_000
 """A DevTools call that takes longer than this fails instead of hanging the worker."""
 
 
-def send(cdp: CDPSession, method: str, params: dict[str, Any] | None = None) -> Any:
+def send(
+    cdp: CDPSession,
+    method: str,
+    params: dict[str, Any] | None = None,
+    timeout_ms: float = CDP_TIMEOUT_MS,
+) -> Any:
     """``CDPSession.send`` without the sync wrapper's walk over every object of the result.
 
     The public wrapper maps each dict and list of a reply through Playwright's API layer; for
@@ -85,8 +90,21 @@ def send(cdp: CDPSession, method: str, params: dict[str, Any] | None = None) -> 
     implementation = getattr(cdp, "_impl_obj", None)
     run = getattr(cdp, "_sync", None)
     if implementation is None or run is None:
-        return cdp.send(method, params, timeout=CDP_TIMEOUT_MS)
-    return run(implementation.send(method, params or {}, CDP_TIMEOUT_MS))
+        return cdp.send(method, params, timeout=timeout_ms)
+    return run(implementation.send(method, params or {}, timeout_ms))
+
+
+def responsive(cdp: CDPSession, timeout_ms: float) -> bool:
+    """Return False if the page's JavaScript does not answer within ``timeout_ms``.
+
+    A page stuck in a script (``while (true) {}``) would block every later ``evaluate``
+    forever — Playwright gives those no timeout — so the environment asks first.
+    """
+    try:
+        send(cdp, "Runtime.evaluate", {"expression": "0"}, timeout_ms)
+    except PlaywrightError:
+        return False
+    return True
 
 
 def _frame_ids(cdp: CDPSession) -> list[str]:
