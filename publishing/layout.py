@@ -204,6 +204,8 @@ def _write_transitions(corpus_dir: Path, out: Path, limit: int) -> _Written:
                     writers[domain] = _DomainShards(out / "data" / domain, schema, limit)
                 writers[domain].write(part)
             stats.append(row_stats)
+    if not stats:
+        raise PublishError(f"{corpus_dir}: the transition files hold no rows")
     shards = {domain: writers[domain].finish() for domain in sorted(writers)}
     rows = {domain: writers[domain].rows for domain in sorted(writers)}
     return _Written(shards, rows, pa.concat_tables(stats))

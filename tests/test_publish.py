@@ -338,3 +338,12 @@ def test_unreadable_shard_is_reported_by_name(tmp_path: Path) -> None:
         publish_folder(corpus, tmp_path / "dist")
     assert not (tmp_path / "dist").exists()
     assert not list(tmp_path.glob(".dist.*"))
+
+
+def test_corpus_without_rows_is_refused(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    (corpus / "transitions" / "web").mkdir(parents=True)
+    pq.write_table(to_table([], Transition), corpus / "transitions" / "web" / "part.parquet")
+    with pytest.raises(PublishError, match="hold no rows"):
+        publish_folder(corpus, tmp_path / "dist")
+    assert not (tmp_path / "dist").exists()
