@@ -85,6 +85,20 @@ def test_take_bid_restores_the_pages_own_aria_values() -> None:
 def test_find_bid_prefers_an_exact_name_then_a_prefix() -> None:
     nodes = tree()
     nodes["nodes"].append(node("9", "link", "Home page", browsergym_id="40"))
+    nodes["nodes"][0]["childIds"].append("9")
     assert find_bid(nodes, "link", "Home") == "12"
     assert find_bid(nodes, "link", "Home p") == "40"
     assert find_bid(nodes, "button", "Home") is None
+
+
+def test_find_bid_follows_the_printed_order_not_the_devtools_list_order() -> None:
+    # DevTools lists the later sibling first; the text prints child "2" first.
+    nodes = {
+        "nodes": [
+            node("1", "RootWebArea", "R", ["2", "3"]),
+            node("3", "textbox", "value", browsergym_id="30"),
+            node("2", "textbox", "value", browsergym_id="20"),
+        ]
+    }
+    assert flatten_axtree(nodes).splitlines()[1] == "\t[20] textbox 'value'"
+    assert find_bid(nodes, "textbox", "value") == "20"

@@ -160,13 +160,33 @@ def node_property(node: dict[str, Any], name: str) -> Any:
     return None
 
 
+def tree_order(tree: dict[str, Any]) -> list[dict[str, Any]]:
+    """The nodes reachable from the root, depth first, in the order the tree text prints them."""
+    nodes = tree.get("nodes") or []
+    if not nodes:
+        return []
+    by_id = {node["nodeId"]: node for node in nodes}
+    ordered: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    stack = [nodes[0]]
+    while stack:
+        node = stack.pop()
+        if node["nodeId"] in seen:
+            continue
+        seen.add(node["nodeId"])
+        ordered.append(node)
+        stack.extend(by_id[c] for c in reversed(node.get("childIds") or ()) if c in by_id)
+    return ordered
+
+
 def find_bid(tree: dict[str, Any], role: str, name: str) -> str | None:
     """Return the bid of the node with ``role`` and exactly ``name``, else a name prefix match.
 
-    The first node in tree order wins; None if no node matches either way.
+    The first node in the order the tree text prints nodes wins (DevTools lists nodes in its
+    own order, which differs); None if no node matches either way.
     """
     prefix_match = None
-    for node in tree.get("nodes") or []:
+    for node in tree_order(tree):
         bid = node.get("browsergym_id")
         if bid is None or node.get("ignored") or node_role(node) != role:
             continue

@@ -182,6 +182,9 @@ class WebEnvironment(Environment):
             self._events["messages"].append({"action": action.name, **action.arguments})
         else:
             error = self._attempt(lambda: run_action(action, self))
+            # A key press or click may start its navigation just after it returns; counting
+            # the action as network activity makes settling wait at least quiet_ms for it.
+            self._last_network = max(self._last_network, time.perf_counter())
         action_s = time.perf_counter() - started
         observation = self._observe({"action_s": round(action_s, 6)})
         if self._broken is not None:
