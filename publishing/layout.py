@@ -30,7 +30,6 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -187,23 +186,14 @@ def _write_transitions(corpus_dir: Path, out: Path, limit: int) -> _Written:
     # The card's summary is computed from these, gathered from the batches as they are
     # written: reading the shards back for it cost as much again as a third of the write.
     stats: list[pa.Table] = []
-    batches = _read_corpus(files, schema)
-    with ThreadPoolExecutor(max_workers=1) as reader:
-        pending = reader.submit(next, batches, None)
-        while (item := pending.result()) is not None:
-            # Decode the next batch while this one is encoded: pyarrow releases the GIL, so
-            # reading overlaps writing instead of adding to it (as read_table's threads do).
-            pending = reader.submit(next, batches, None)
-            table, row_stats = item
-            domains = sorted(table["domain"].unique().to_pylist())
-            for domain in domains:
-                part = (
-                    table if len(domains) == 1 else table.filter(pc.equal(table["domain"], domain))
-                )
-                if domain not in writers:
-                    writers[domain] = _DomainShards(out / "data" / domain, schema, limit)
-                writers[domain].write(part)
-            stats.append(row_stats)
+    for table, row_stats in _read_corpus(files, schema):
+        domains = sorted(table["domain"].unique().to_pylist())
+        for domain in domains:
+            part = table if len(domains) == 1 else table.filter(pc.equal(table["domain"], domain))
+            if domain not in writers:
+                writers[domain] = _DomainShards(out / "data" / domain, schema, limit)
+            writers[domain].write(part)
+        stats.append(row_stats)
     if not stats:
         raise PublishError(f"{corpus_dir}: the transition files hold no rows")
     shards = {domain: writers[domain].finish() for domain in sorted(writers)}
