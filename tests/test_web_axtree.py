@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from collectors.web.axtree import find_bid, flatten_axtree, take_bid
 
 
@@ -102,3 +104,31 @@ def test_find_bid_follows_the_printed_order_not_the_devtools_list_order() -> Non
     }
     assert flatten_axtree(nodes).splitlines()[1] == "\t[20] textbox 'value'"
     assert find_bid(nodes, "textbox", "value") == "20"
+
+
+def test_step_templates_resolve_elements_by_role_name_and_position() -> None:
+    from collectors.web.tasks import ElementMissing, resolve_step
+
+    page = {
+        "url": "http://127.0.0.1:9/x",
+        "axtree": {
+            "nodes": [
+                node("1", "RootWebArea", "R", ["2", "3", "4"]),
+                node("2", "textbox", "field value", browsergym_id="5"),
+                node("3", "textbox", "field value", browsergym_id="6"),
+                node("4", "button", "It's done", browsergym_id="7"),
+            ]
+        },
+    }
+    site = "http://127.0.0.1:9"
+    assert resolve_step("fill({textbox 'field value'}, 'a')", page, site).text == "fill('5', 'a')"
+    assert (
+        resolve_step("fill({textbox 'field value' #2}, 'a')", page, site).text == "fill('6', 'a')"
+    )
+    assert resolve_step("click({textbox 'field value' #-1})", page, site).text == "click('6')"
+    assert resolve_step('click({button "It\'s done"})', page, site).text == "click('7')"
+    assert resolve_step("goto('{site}/new')", page, site).arguments == {"url": site + "/new"}
+    with pytest.raises(ElementMissing, match="#3"):
+        resolve_step("click({textbox 'field value' #3})", page, site)
+    with pytest.raises(ElementMissing, match="link 'Nowhere'"):
+        resolve_step("click({link 'Nowhere'})", page, site)

@@ -179,20 +179,30 @@ def tree_order(tree: dict[str, Any]) -> list[dict[str, Any]]:
     return ordered
 
 
-def find_bid(tree: dict[str, Any], role: str, name: str) -> str | None:
-    """Return the bid of the node with ``role`` and exactly ``name``, else a name prefix match.
+def find_bids(tree: dict[str, Any], role: str, name: str) -> list[str]:
+    """Bids of the nodes with ``role`` and exactly ``name``, in printed order.
 
-    The first node in the order the tree text prints nodes wins (DevTools lists nodes in its
-    own order, which differs); None if no node matches either way.
+    If no name is exact, the nodes whose name starts with ``name`` instead.
     """
-    prefix_match = None
+    exact: list[str] = []
+    prefixed: list[str] = []
     for node in tree_order(tree):
         bid = node.get("browsergym_id")
         if bid is None or node.get("ignored") or node_role(node) != role:
             continue
         label = node_name(node)
         if label == name:
-            return bid
-        if prefix_match is None and label.startswith(name):
-            prefix_match = bid
-    return prefix_match
+            exact.append(bid)
+        elif label.startswith(name):
+            prefixed.append(bid)
+    return exact or prefixed
+
+
+def find_bid(tree: dict[str, Any], role: str, name: str) -> str | None:
+    """Return the bid of the node with ``role`` and exactly ``name``, else a name prefix match.
+
+    The first node in the order the tree text prints nodes wins (DevTools lists nodes in its
+    own order, which differs); None if no node matches either way.
+    """
+    found = find_bids(tree, role, name)
+    return found[0] if found else None

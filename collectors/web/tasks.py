@@ -6,10 +6,12 @@ and accessible name, in braces, exactly as it appears in the tree text::
 
     click({link 'View Tickets'})
     fill({textbox 'Summary:'}, 'Crash when saving a report')
+    fill({textbox 'field value' #-1}, 'Sam')
     goto('{site}/newticket')
 
 :class:`WebScriptPolicy` replaces ``{role 'name'}`` with the element's bid in the current
-observation (an exact name match, else the first name starting with it) and ``{site}`` with
+observation (an exact name match, else the first name starting with it; ``#n`` picks the
+n-th such element in the order the tree text prints them, ``#-1`` the last) and ``{site}`` with
 the site's address, then parses the result with :func:`collectors.web.actions.parse_action`,
 so the recorded action is a plain BrowserGym action on a real bid. A step whose element is
 not on the page ends the script with ``report_infeasible`` saying which element was missing.
@@ -28,11 +30,14 @@ from typing import Any
 
 from collectors.base import HistoryItem, Policy, RawObservation, Task
 from collectors.web.actions import make_action, parse_action
-from collectors.web.axtree import find_bid
+from collectors.web.axtree import find_bids
 from schemas import Action
 
-ELEMENT_REFERENCE = re.compile(r"""\{([A-Za-z]+) (?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")\}""")
-"""``{role 'name'}`` or ``{role "name"}`` in a step template."""
+ELEMENT_REFERENCE = re.compile(
+    r"""\{([A-Za-z]+) (?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")(?: #(-?[1-9][0-9]*))?\}"""
+)
+"""``{role 'name'}`` or ``{role "name"}`` in a step template, optionally ``#n``: the n-th
+match in printed order (``#-1``: the last)."""
 
 
 @dataclass(frozen=True)
@@ -96,10 +101,12 @@ def resolve_step(template: str, observation: RawObservation, site_url: str) -> A
         role = match.group(1)
         name = match.group(2) if match.group(2) is not None else match.group(3)
         name = re.sub(r"\\(.)", r"\1", name)
-        bid = find_bid(observation.get("axtree") or {}, role, name)
-        if bid is None:
-            raise ElementMissing(f"{role} {name!r}")
-        return repr(bid)
+        position = int(match.group(4) or 1)
+        found = find_bids(observation.get("axtree") or {}, role, name)
+        index = position - 1 if position > 0 else position
+        if not -len(found) <= index < len(found):
+            raise ElementMissing(f"{role} {name!r}" + (f" #{position}" if match.group(4) else ""))
+        return repr(found[index])
 
     text = ELEMENT_REFERENCE.sub(bid_for, template)
     return parse_action(text.replace("{site}", site_url.rstrip("/")))

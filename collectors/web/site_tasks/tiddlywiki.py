@@ -11,7 +11,8 @@ check waits for them). What the editor looks like to the browser:
 * a new field is typed into ``textbox 'field name'`` then ``textbox 'field value'`` and
   added with Enter (its "add" button has the same name as the tag one); adding a field that
   exists sets its value, which is how the scripts change one (the existing fields' value
-  boxes are also named 'field value', and the new field's box is the one found first).
+  boxes are also named 'field value' and come first; the new field's box is the last,
+  ``{textbox 'field value' #-1}``).
 """
 
 from __future__ import annotations
@@ -77,10 +78,10 @@ TASKS: tuple[WebTask, ...] = (
             "click({button 'add'})",
             f"fill({TEXT}, 'Take the old paint tins to the tip.')",
             "fill({textbox 'field name'}, 'due')",
-            "fill({textbox 'field value'}, '2024-07-10')",
+            "fill({textbox 'field value' #-1}, '2024-07-10')",
             "keyboard_press('Enter')",
             "fill({textbox 'field name'}, 'assignee')",
-            "fill({textbox 'field value'}, 'Sam')",
+            "fill({textbox 'field value' #-1}, 'Sam')",
             "keyboard_press('Enter')",
             "click({button 'Confirm changes to this tiddler'})",
         ),
@@ -101,7 +102,7 @@ TASKS: tuple[WebTask, ...] = (
             "fill({textbox 'tag name'}, 'Plant')",
             "click({button 'add'})",
             "fill({textbox 'field name'}, 'bed')",
-            "fill({textbox 'field value'}, 'Bed 3')",
+            "fill({textbox 'field value' #-1}, 'Bed 3')",
             "keyboard_press('Enter')",
             f"fill({TEXT}, 'Two plants; pick small and often.')",
             "click({button 'Confirm changes to this tiddler'})",
@@ -155,10 +156,10 @@ TASKS: tuple[WebTask, ...] = (
         start_path="/#Service%20Boiler",
         steps=(
             "click({button 'Edit this tiddler'})",
-            # Adding a field that exists replaces its value. The existing fields' value boxes
-            # have the same name as the new field's, which comes first in the page's tree.
+            # Adding a field that exists replaces its value; the new field's value box is the
+            # last of the boxes named 'field value'.
             "fill({textbox 'field name'}, 'assignee')",
-            "fill({textbox 'field value'}, 'Sam')",
+            "fill({textbox 'field value' #-1}, 'Sam')",
             "keyboard_press('Enter')",
             "click({button 'Confirm changes to this tiddler'})",
         ),
