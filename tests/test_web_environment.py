@@ -14,11 +14,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from collectors.web.actions import parse_action
 from collectors.web.axtree import find_bid, flatten_axtree
 from collectors.web.browser import chromium_path
 from collectors.web.environment import WebEnvironment
-from tests.web_test_pages import TestPages, environment_on_pages, serve_test_pages
+from tests.web_test_pages import TestPages, bid, environment_on_pages, serve_test_pages, step
 
 try:
     chromium_path()
@@ -37,16 +36,6 @@ def env(pages: TestPages) -> Iterator[WebEnvironment]:
     environment = environment_on_pages(pages)
     yield environment
     environment.close()
-
-
-def bid(observation: dict, role: str, name: str) -> str:
-    found = find_bid(observation["axtree"], role, name)
-    assert found is not None, f"no {role} {name!r} in\n{flatten_axtree(observation['axtree'])}"
-    return found
-
-
-def step(env: WebEnvironment, text: str):
-    return env.step(parse_action(text), timeout_s=30)
 
 
 def test_observation_has_roles_names_ids_and_page_facts(env: WebEnvironment) -> None:

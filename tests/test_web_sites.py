@@ -8,10 +8,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from collectors.base import HistoryItem
-from collectors.web.actions import parse_action
-from collectors.web.axtree import find_bid, flatten_axtree
+from collectors.web.axtree import flatten_axtree
 from collectors.web.environment import WebConfig, WebEnvironment
 from collectors.web.explore import ExplorePolicy
+from tests.web_test_pages import bid, step
 
 pytestmark = pytest.mark.docker
 
@@ -21,16 +21,6 @@ def trac(site_images: None) -> Iterator[WebEnvironment]:
     env = WebEnvironment(WebConfig(site="trac"))
     yield env
     env.close()
-
-
-def bid(observation: dict, role: str, name: str) -> str:
-    found = find_bid(observation["axtree"], role, name)
-    assert found is not None, f"no {role} {name!r} in\n{flatten_axtree(observation['axtree'])}"
-    return found
-
-
-def step(env: WebEnvironment, text: str):
-    return env.step(parse_action(text), timeout_s=60)
 
 
 def test_a_known_page_shows_the_expected_roles_names_and_ids(trac: WebEnvironment) -> None:

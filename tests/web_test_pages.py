@@ -1,4 +1,5 @@
-"""Pages written for the web unit tests, served on loopback (not one of the real sites).
+"""Pages written for the web unit tests, served on loopback (not one of the real sites), and
+the small helpers every web test uses.
 
 The real sites (``sandboxes.websites``) are what the corpus is collected on; these pages hold
 the awkward cases in one place — dialogs, pop-ups, iframes, downloads, a page that never
@@ -16,6 +17,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+from collectors.base import StepOutcome
+from collectors.web.actions import parse_action
+from collectors.web.axtree import find_bid, flatten_axtree
 from collectors.web.environment import WebConfig, WebEnvironment
 
 PAGES = Path(__file__).parent / "web_pages"
@@ -107,3 +111,15 @@ def environment_on_pages(pages: TestPages, start_path: str = "/index.html", **co
         WebConfig(site="test-pages", **config),  # type: ignore[arg-type]
         start_site=lambda _config: (pages, start_path),
     )
+
+
+def bid(observation: dict, role: str, name: str) -> str:
+    """The bid of ``role 'name'`` in an observation; fails the test showing the tree if absent."""
+    found = find_bid(observation["axtree"], role, name)
+    assert found is not None, f"no {role} {name!r} in\n{flatten_axtree(observation['axtree'])}"
+    return found
+
+
+def step(env: WebEnvironment, text: str) -> StepOutcome:
+    """Run one BrowserGym action string."""
+    return env.step(parse_action(text), timeout_s=60)
