@@ -93,6 +93,16 @@ def test_fill_select_and_click_submit_a_form(env: WebEnvironment) -> None:
     assert back["title"] == "Order form"
 
 
+def test_enter_in_a_form_is_observed_on_the_page_it_submits_to(env: WebEnvironment) -> None:
+    # The key press returns before the navigation starts; settling must wait for it.
+    first = env.reset(seed=0, task=None)
+    form = step(env, f"click('{bid(first, 'link', 'Order form')}')").observation
+    step(env, f"fill('{bid(form, 'textbox', 'Name')}', 'Grace')")
+    submitted = step(env, "keyboard_press('Enter')").observation
+    assert submitted["title"] == "Thanks"
+    assert "Order for Grace in red" in flatten_axtree(submitted["axtree"])
+
+
 def test_an_invalid_bid_is_an_action_error_and_leaves_the_page_unchanged(env: WebEnvironment):
     first = env.reset(seed=0, task=None)
     outcome = step(env, "click('99999')")

@@ -33,6 +33,9 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         parts = urlsplit(self.path)
         if parts.path == "/download.txt":
             self._send(b"quarterly numbers\n", "text/plain", attachment="report.txt")
+        elif parts.path == "/thanks.html":
+            time.sleep(0.3)  # a server that takes its time, as real apps under load do
+            super().do_GET()
         elif parts.path == "/slow":
             self._never_finish()
         elif parts.path == "/large":

@@ -30,6 +30,9 @@ from collectors.web.observation import read_page, responsive
 from collectors.web.tasks import PageCheck
 from schemas import Action, EnvironmentRef
 
+ACTION_GRACE_S = 0.05
+"""After an action, how long settling waits for a request the action may still start."""
+
 DATA_CHECK_PATIENCE_S = 5.0
 """How long a data check keeps asking before it counts as failed."""
 
@@ -182,9 +185,11 @@ class WebEnvironment(Environment):
             self._events["messages"].append({"action": action.name, **action.arguments})
         else:
             error = self._attempt(lambda: run_action(action, self))
-            # A key press or click may start its navigation just after it returns; counting
-            # the action as network activity makes settling wait at least quiet_ms for it.
-            self._last_network = max(self._last_network, time.perf_counter())
+            # A key press or click may start its navigation just after it returns: settling
+            # waits at least ACTION_GRACE_S for a request to start before it may call the
+            # page settled (without making every scroll wait the full quiet period).
+            grace_start = time.perf_counter() - self.config.quiet_ms / 1000 + ACTION_GRACE_S
+            self._last_network = max(self._last_network, grace_start)
         action_s = time.perf_counter() - started
         observation = self._observe({"action_s": round(action_s, 6)})
         if self._broken is not None:
