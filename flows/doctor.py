@@ -33,7 +33,7 @@ KEY_PACKAGES = (
 )
 # Versions of these are pinned because other versions are known to break (see pyproject.toml).
 PINNED_PACKAGES = ("prefect", "fastapi", "multiprocess")
-DEBIAN_PACKAGES = ("docker.io", "debootstrap", "tmux")
+DEBIAN_PACKAGES = ("docker.io", "debootstrap", "tmux", "chromium")
 # The project's own top-level packages; the distribution is called "worldtrace".
 PROJECT_PACKAGES = ("schemas", "sandboxes", "collectors", "normalizers", "flows")
 MIN_PYTHON = (3, 11)
@@ -231,6 +231,19 @@ def _disk() -> list[Check]:
     return [Check("disk space", ok, detail, fix)]
 
 
+def _browser() -> list[Check]:
+    from collectors.web.browser import chromium_path, chromium_version
+
+    fix = "make setup  (or `apt-get install chromium`; never `playwright install`)"
+    try:
+        path = chromium_path()
+    except RuntimeError as error:
+        return [Check("web browser", False, str(error), fix)]
+    version = chromium_version()
+    ok = version.startswith("Chromium")
+    return [Check("web browser", ok, f"{version} ({path})", None if ok else fix)]
+
+
 def run_checks() -> list[Check]:
     """Run every check and return them in display order; never raises."""
     steps: list[tuple[str, str | None, Callable[[], list[Check]]]] = [
@@ -238,6 +251,7 @@ def run_checks() -> list[Check]:
         ("worldtrace", "make setup", _worldtrace),
         ("python packages", "make setup", _python_packages),
         ("debian packages", "make setup", _debian_packages),
+        ("web browser", "make setup", _browser),
         ("docker", "make setup", _docker_checks),
         ("disk space", None, _disk),
     ]

@@ -23,6 +23,7 @@ def test_run_checks_covers_every_item() -> None:
         "worldtrace",
         *(f"python package {p}" for p in doctor.KEY_PACKAGES),
         *(f"debian package {p}" for p in doctor.DEBIAN_PACKAGES),
+        "web browser",
         "docker engine",
         "base image",
         *(f"image {name}" for name in images.list_definitions()),
@@ -37,6 +38,7 @@ def test_run_checks_covers_every_item() -> None:
     assert checks["python"].ok
     assert checks["docker engine"].ok
     assert checks["base image"].ok
+    assert checks["web browser"].ok and checks["web browser"].detail.startswith("Chromium")
 
 
 @pytest.mark.docker
