@@ -34,6 +34,7 @@ import json
 import re
 import socket
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -142,6 +143,10 @@ SITES: dict[str, SiteDefinition] = {
 _PORT_TAKEN = re.compile(r"address already in use|EADDRINUSE", re.IGNORECASE)
 _START_ATTEMPTS = 3
 
+_versions_lock = threading.Lock()
+_versions_by_image: dict[str, dict[str, str]] = {}
+"""App versions per image id: an image's packages never change."""
+
 _JSON_MARKER = b"@@worldtrace-json@@\n"
 
 # Runs inside the container with its own python3: SQLite rows as a JSON list of objects.
@@ -196,7 +201,6 @@ class RunningSite:
         self.base_url = f"http://127.0.0.1:{port}"
         self.origin = self.base_url
         self._server: str | None = None
-        self._versions: dict[str, str] | None = None
         self._closed = False
 
     def url(self, path: str) -> str:
@@ -233,18 +237,27 @@ class RunningSite:
         return json.loads(result.stdout.rpartition(_JSON_MARKER)[2])
 
     def versions(self) -> dict[str, str]:
-        """Return the application's package versions (read from the image) and the image id."""
-        if self._versions is None:
+        """Return the application's package versions (read from the image) and the image id.
+
+        Probed once per image, not per episode: every episode starts a new container, and the
+        probe (a Python start that imports the app) would otherwise cost each one.
+        """
+        image_id = self.sandbox.image_id
+        with _versions_lock:
+            known = _versions_by_image.get(image_id)
+        if known is None:
             result = self.sandbox.exec(["/opt/worldtrace/site-versions"], timeout=30)
             if result.exit_code != 0:
                 raise SiteError(f"site-versions failed: {result.stderr.decode(errors='replace')}")
-            self._versions = {
-                "site": self.definition.name,
-                **json.loads(result.stdout),
-                "image": self.definition.image,
-                "image_id": self.sandbox.image_id,
-            }
-        return dict(self._versions)
+            known = json.loads(result.stdout)
+            with _versions_lock:
+                _versions_by_image[image_id] = known
+        return {
+            "site": self.definition.name,
+            **known,
+            "image": self.definition.image,
+            "image_id": image_id,
+        }
 
     def logs(self, lines: int = 200) -> str:
         """Return the last ``lines`` lines of the server's log ("" once the site is closed)."""
