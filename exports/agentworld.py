@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from exports.prompts import render_action_prompt, render_response, system_prompt
-from exports.source import Step, continues, iter_domains, window_start, write_jsonl
+from exports.source import Step, continues, export_domains, window_start
 
 
 def _turn_prompt(episode: list[Step], index: int, first_shown: int) -> str:
@@ -67,8 +67,4 @@ def export_agentworld(source: Path, out_dir: Path, history: int | None = None) -
     ``history`` limits each row to that many past turns (``None``: the whole episode so far).
     Returns the number of rows written per domain.
     """
-    counts: dict[str, int] = {}
-    for domain, episodes in iter_domains(Path(source)):
-        rows = agentworld_rows(domain, episodes, history)
-        counts[domain] = write_jsonl(Path(out_dir) / f"{domain}_train.jsonl", rows)
-    return counts
+    return export_domains(source, out_dir, agentworld_rows, "{domain}_train.jsonl", history)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from exports.prompts import render_response, render_user_turn, system_prompt
-from exports.source import Step, iter_domains, window_start, write_jsonl
+from exports.source import Step, export_domains, window_start
 
 
 def openai_rows(
@@ -51,8 +51,4 @@ def export_openai(source: Path, out_dir: Path, history: int | None = None) -> di
     ``source`` holds ``data/<domain>/*.parquet`` or ``transitions/<domain>/*.parquet``.
     Returns the number of lines written per domain.
     """
-    counts: dict[str, int] = {}
-    for domain, episodes in iter_domains(Path(source)):
-        rows = openai_rows(domain, episodes, history)
-        counts[domain] = write_jsonl(Path(out_dir) / f"{domain}.jsonl", rows)
-    return counts
+    return export_domains(source, out_dir, openai_rows, "{domain}.jsonl", history)

@@ -9,7 +9,7 @@ ordered by step.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -141,3 +141,21 @@ def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> int:
     finally:
         partial.unlink(missing_ok=True)
     return count
+
+
+RowsOfDomain = Callable[[str, Iterator[list[Step]], int | None], Iterator[dict[str, Any]]]
+"""An exporter's rows for one domain: (domain, its episodes, history window) -> rows."""
+
+
+def export_domains(
+    source: Path, out_dir: Path, rows_of: RowsOfDomain, file_name: str, history: int | None
+) -> dict[str, int]:
+    """Write one JSONL file per domain of ``source`` (``file_name`` formats ``{domain}``).
+
+    Returns the number of rows written per domain.
+    """
+    counts: dict[str, int] = {}
+    for domain, episodes in iter_domains(Path(source)):
+        path = Path(out_dir) / file_name.format(domain=domain)
+        counts[domain] = write_jsonl(path, rows_of(domain, episodes, history))
+    return counts
