@@ -34,7 +34,7 @@ from common import loadavg, log, machine_info, write_report
 
 from collectors.base import EpisodePlan
 from collectors.episode import EpisodeLimits, run_episode
-from collectors.recorder import RunRecorder
+from collectors.recorder import RunRecorder, read_episode
 from collectors.web.actions import make_action
 from collectors.web.axtree import node_role
 from collectors.web.browser import close_thread_browser
@@ -186,10 +186,11 @@ def _explore_worker(site_name: str, steps: int, seed: int, out: Path, counts: li
 
 
 def measure_throughput(site_name: str, steps: int, workers: int, out: Path) -> dict[str, Any]:
-    """Steps per second of ``workers`` exploring episodes at once (site start-up excluded)."""
-    # Start-up (site container, browser launch) is timed apart from stepping: warm each
-    # worker's episode first would need a second API, so steps/s uses the episodes' own step
-    # latencies summed per worker and the wall time of the slowest worker's steps.
+    """Steps per second of ``workers`` exploring episodes at once.
+
+    Two figures: over the wall time (site start-up and browser launch included), and over
+    the recorded step latencies divided by the number of workers stepping in parallel.
+    """
     counts: list[int] = []
     threads = [
         threading.Thread(target=_explore_worker, args=(site_name, steps, seed, out, counts))
@@ -212,15 +213,13 @@ def measure_throughput(site_name: str, steps: int, workers: int, out: Path) -> d
 
 
 def _recorded_step_seconds(run_dir: Path) -> float:
-    import json
-
-    total = 0.0
-    for path in (run_dir / "raw" / "episodes").glob("*.jsonl"):
-        for line in path.read_text().splitlines():
-            event = json.loads(line)
-            if event.get("type") == "step":
-                total += float(event.get("latency_s") or 0)
-    return total
+    """The step latencies the recorder wrote, summed over every episode of the run."""
+    return sum(
+        float(event.get("latency_s") or 0)
+        for path in (run_dir / "raw" / "episodes").glob("*.jsonl")
+        for event in read_episode(path)
+        if event.get("type") == "step"
+    )
 
 
 def measure_growth(sizes: Sequence[int]) -> dict[str, Any]:
