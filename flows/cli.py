@@ -324,11 +324,10 @@ def tasks(domain: Annotated[str, typer.Argument(help="domain")] = "terminal") ->
         raise _fail(str(error.args[0])) from None
     if not library:
         raise _fail(f"no task library for {domain!r}")
-    table = Table("name", "site" if domain == "web" else "category", "steps", "instruction")
+    table = Table("name", "category", "steps", "instruction")
     for item in library:
-        group = getattr(item, "site", "") if domain == "web" else getattr(item, "category", "")
         steps = str(len(getattr(item, "steps", ())))
-        table.add_row(item.name, group, steps, item.instruction)
+        table.add_row(item.name, getattr(item, "category", ""), steps, item.instruction)
     Console().print(table)
 
 

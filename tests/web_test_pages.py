@@ -78,7 +78,6 @@ class TestPages:
     def __init__(self, server: http.server.ThreadingHTTPServer) -> None:
         self.base_url = f"http://127.0.0.1:{server.server_port}"
         self.origin = self.base_url
-        self.closed = 0
 
     def url(self, path: str) -> str:
         """Absolute URL of ``path``."""
@@ -89,8 +88,7 @@ class TestPages:
         return {"app": "worldtrace-test-pages"}
 
     def close(self) -> None:
-        """Count closes (the server lives as long as the fixture)."""
-        self.closed += 1
+        """Nothing to stop: the server lives as long as the fixture."""
 
 
 @contextmanager

@@ -380,11 +380,12 @@ class WebEnvironment(Environment):
         state = (page.url, text_hash)
         unchanged = state == self._previous_state
         self._previous_state = state
+        tabs = self.pages()
         return {
             "url": page.url,
             "title": _title(page),
-            "tabs": [{"url": tab.url, "title": _title(tab)} for tab in self.pages()],
-            "active_tab": self.pages().index(page) if page in self.pages() else 0,
+            "tabs": [{"url": tab.url, "title": _title(tab)} for tab in tabs],
+            "active_tab": tabs.index(page) if page in tabs else 0,
             **content,
             "tree_nodes": len(nodes),
             "tree_truncated": truncated,
