@@ -191,7 +191,9 @@ class WebEnvironment(Environment):
             grace_start = time.perf_counter() - self.config.quiet_ms / 1000 + ACTION_GRACE_S
             self._last_network = max(self._last_network, grace_start)
         action_s = time.perf_counter() - started
-        observation = self._observe({"action_s": round(action_s, 6)})
+        # The step's own limit caps settling too, so a step returns within about timeout_s.
+        settle_cap_s = max(0.1, min(self.config.settle_cap_s, timeout_s - action_s))
+        observation = self._observe({"action_s": round(action_s, 6)}, settle_cap_s)
         if self._broken is not None:
             # The episode cannot go on: end it here, with the reason as the step's error.
             latency = time.perf_counter() - started
@@ -321,14 +323,14 @@ class WebEnvironment(Environment):
             return str(error.message).strip().splitlines()[0]
         return None
 
-    def _settle(self) -> tuple[float, bool]:
+    def _settle(self, cap_s: float) -> tuple[float, bool]:
         """Wait for the page to load and the network to go quiet, up to the cap."""
         started = time.perf_counter()
-        deadline = started + self.config.settle_cap_s
+        deadline = started + cap_s
         page = self.page
         # a page that never finishes loading is observed as it is at the cap
         with contextlib.suppress(PlaywrightError):
-            page.wait_for_load_state("load", timeout=self.config.settle_cap_s * 1000)
+            page.wait_for_load_state("load", timeout=cap_s * 1000)
         quiet_s = self.config.quiet_ms / 1000
         settled = False
         while self._broken is None and not page.is_closed():
@@ -358,11 +360,13 @@ class WebEnvironment(Environment):
             self._cdp[key] = self.page.context.new_cdp_session(page)
         return self._cdp[key]
 
-    def _observe(self, timing: dict[str, float]) -> RawObservation:
+    def _observe(
+        self, timing: dict[str, float], settle_cap_s: float | None = None
+    ) -> RawObservation:
         if self.page.is_closed():
             remaining = self.pages()
             self.activate(remaining[-1] if remaining else self.context.new_page())  # type: ignore[union-attr]
-        settle_s, settled = self._settle()
+        settle_s, settled = self._settle(settle_cap_s or self.config.settle_cap_s)
         page = self.page
         cdp = self._cdp_for(page)
         if self._broken is None and not responsive(cdp, self.config.settle_cap_s * 1000):
