@@ -63,7 +63,11 @@ class Environment(ABC):
         """Apply ``action`` and return within about ``timeout_s`` seconds.
 
         The agent's own failures (bad input, non-zero exit, a hung program) are returned as
-        ``StepOutcome.error``; a broken sandbox raises ``sandboxes.SandboxError``.
+        ``StepOutcome.error``. A sandbox that dies or stops answering during the action is the
+        action's doing too (a fork bomb, a killed server, the wall-clock limit reached): return
+        the error with ``truncated=True`` and the last state that could be observed, so the
+        transition is recorded and the episode ends. Raise ``sandboxes.SandboxError`` only for
+        failures no action caused; those are retried.
         """
 
     def evaluate(self, task: Task | None) -> float | None:
@@ -143,3 +147,13 @@ class Collector(ABC):
     def task_library(self) -> list[Task]:
         """The domain's scripted tasks, for listing (`worldtrace tasks DOMAIN`); default none."""
         return []
+
+    def interrupt(self) -> None:
+        """Make every running step of this domain in this process return now.
+
+        Called once from a signal handler (SIGTERM, Ctrl-C) after the run asked its episodes
+        to stop and removed its sandboxes, so that a step blocked in something that is not a
+        sandbox (a browser on the host) fails at once instead of running to its timeout. The
+        interrupted episodes are set aside and collected again when the run resumes. Default:
+        nothing to do (removing the sandboxes already ends their steps).
+        """

@@ -1,15 +1,23 @@
 """Docker containers as sandboxes: limits, isolation, exec, file copy, snapshot, cleanup.
 
 A sandbox knows nothing about transitions. It starts a container from one of our images with
-CPU, memory, process and wall-clock limits, no network unless asked, no host mounts unless
-asked, and labels that mark it as ours; it runs commands with a timeout, copies files, and
-removes itself on close, on Ctrl-C, at interpreter exit, and through :func:`gc` after a crash.
+CPU, memory, process, disk and wall-clock limits, no network unless asked, no host mounts
+unless asked, and labels that mark it as ours; it runs commands with a timeout, copies files,
+and removes itself on close, on Ctrl-C, at interpreter exit, and through :func:`gc` after a
+crash.
+
+The disk cap: the container's root filesystem is read-only, and the paths its image declares
+writable (the label ``worldtrace.writable``, space-separated; ``/tmp`` when absent) are folders
+of a small filesystem made for this sandbox alone (:mod:`sandboxes.disk`), seeded with what the
+image holds at those paths. Writing past ``Limits.disk_mb`` fails inside the sandbox with "No
+space left on device" and never fills the host's disk.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import contextvars
 import io
 import os
 import select
@@ -19,20 +27,29 @@ import socket
 import tarfile
 import threading
 import time
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any
 
 import docker
 import docker.errors
 from docker.models.containers import Container
+from docker.models.images import Image
 from docker.types import Mount
 from pydantic import BaseModel, ConfigDict, Field
+
+from sandboxes.disk import DiskError, SandboxDisk, collect_orphans
 
 LABEL = "worldtrace.sandbox"
 OWNER_PID_LABEL = "worldtrace.owner_pid"
 OWNER_HOST_LABEL = "worldtrace.owner_host"
 SNAPSHOT_LABEL = "worldtrace.snapshot"
+WRITABLE_LABEL = "worldtrace.writable"
+"""Image label: the space-separated paths a sandbox of the image may write (on its disk)."""
+DEFAULT_WRITABLE = ("/tmp",)
 
 
 class SandboxError(RuntimeError):
@@ -53,6 +70,12 @@ class Limits(BaseModel):
     pids: int = Field(default=256, ge=8, description="maximum number of processes")
     wall_clock_s: float = Field(
         default=3600, gt=0, description="the container stops itself after this long"
+    )
+    disk_mb: int | None = Field(
+        default=1024,
+        ge=16,
+        description="size of everything the sandbox can write; null: no cap and a writable "
+        "root filesystem (for an engine on another machine, where no disk can be mounted)",
     )
 
 
@@ -86,13 +109,93 @@ def docker_client() -> docker.DockerClient:
 
 def require_image(image: str, client: docker.DockerClient | None = None) -> str:
     """Return the id of a local image, or raise a :class:`SandboxError` saying how to build it."""
-    client = client or docker_client()
+    return str(_local_image(image, client or docker_client()).id)
+
+
+def _local_image(image: str, client: docker.DockerClient) -> Image:
     try:
-        return client.images.get(image).id
+        return client.images.get(image)
     except docker.errors.ImageNotFound:
         raise SandboxError(
             f"image {image!r} does not exist; build it with `worldtrace sandboxes build`"
         ) from None
+
+
+def writable_paths(image: Image) -> tuple[str, ...]:
+    """Return the paths a sandbox of ``image`` may write: its ``worldtrace.writable`` label."""
+    declared = (image.labels or {}).get(WRITABLE_LABEL, "").split()
+    return tuple(declared) or DEFAULT_WRITABLE
+
+
+_seeds_by_image: dict[str, dict[str, bytes]] = {}
+_seeds_lock = threading.Lock()
+
+
+def _image_seeds(client: docker.DockerClient, image: Image) -> dict[str, bytes]:
+    """Return the tar archive of each writable path as the image holds it (cached per image)."""
+    with _seeds_lock:
+        known = _seeds_by_image.get(image.id)
+    if known is not None:
+        return known
+    # A created, never started container shows the image's files without running anything.
+    holder = client.containers.create(
+        image.id, ["true"], network_mode="none", labels={LABEL: "1", **_owner_labels()}
+    )
+    try:
+        seeds = {}
+        for path in writable_paths(image):
+            try:
+                chunks, _ = holder.get_archive(path)
+                seeds[path] = b"".join(chunks)
+            except docker.errors.NotFound:
+                seeds[path] = b""  # not in the image: the sandbox gets an empty folder
+    finally:
+        _remove(holder)
+    with _seeds_lock:
+        _seeds_by_image[image.id] = seeds
+    return seeds
+
+
+def _extract_seed(archive: bytes, target: Path) -> None:
+    """Unpack a ``get_archive`` tar of one folder into ``target``, owners and modes kept."""
+    target.mkdir(mode=0o755)
+    if not archive:
+        return
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        members = []
+        for member in tar.getmembers():
+            rest = member.name.partition("/")[2]
+            if not rest:
+                # The folder itself: the mount point takes its owner and mode (/tmp is 1777).
+                os.chown(target, member.uid, member.gid)
+                os.chmod(target, member.mode)
+                continue
+            member.name = rest
+            if member.islnk():
+                member.linkname = member.linkname.partition("/")[2]
+            members.append(member)
+        # Our own image's files: owners, modes and links are to be kept exactly.
+        tar.extractall(target, members=members, numeric_owner=True, filter="fully_trusted")
+
+
+def _remove(container: Container) -> None:
+    try:
+        container.remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as error:
+        if error.status_code != 409:  # removal already in progress (auto_remove)
+            raise
+
+
+def _add_file(archive: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = len(data), mode, int(time.time())
+    archive.addfile(info, io.BytesIO(data))
+
+
+def _owner_labels() -> dict[str, str]:
+    return {OWNER_PID_LABEL: str(os.getpid()), OWNER_HOST_LABEL: socket.gethostname()}
 
 
 class ExecStream:
@@ -156,7 +259,11 @@ class ExecStream:
 
 
 class DockerSandbox:
-    """One container started from a local image, with limits and no network by default."""
+    """One container started from a local image, with limits and no network by default.
+
+    ``network`` is ``"none"`` (loopback only), ``"host"``, or ``"container:<id>"`` to share
+    another sandbox's network namespace (a site and the browser that visits it).
+    """
 
     def __init__(
         self,
@@ -168,8 +275,8 @@ class DockerSandbox:
         labels: dict[str, str] | None = None,
         client: docker.DockerClient | None = None,
     ) -> None:
-        if network not in ("none", "host"):
-            raise ValueError(f"network must be 'none' or 'host', not {network!r}")
+        if network not in ("none", "host") and not network.startswith("container:"):
+            raise ValueError(f"network must be 'none', 'host' or 'container:<id>', not {network!r}")
         self.image = image
         self.limits = limits or Limits()
         self.network = network
@@ -178,6 +285,8 @@ class DockerSandbox:
         self.labels = dict(labels or {})
         self._client = client
         self._container: Container | None = None
+        self._disk: SandboxDisk | None = None
+        self._started_at: float | None = None
 
     @property
     def client(self) -> docker.DockerClient:
@@ -199,40 +308,78 @@ class DockerSandbox:
         return self.container.image.id
 
     def start(self) -> DockerSandbox:
-        """Create and start the container."""
-        require_image(self.image, self.client)
-        labels = {
-            LABEL: "1",
-            OWNER_PID_LABEL: str(os.getpid()),
-            OWNER_HOST_LABEL: socket.gethostname(),
-            **self.labels,
-        }
+        """Create and start the container, with its capped disk unless ``disk_mb`` is None."""
+        image = _local_image(self.image, self.client)
+        # The name is chosen here so that the disk, made first, carries it too (see gc).
+        name = f"wt-{uuid.uuid4().hex[:16]}"
+        labels = {LABEL: "1", **_owner_labels(), **dict(_context_labels.get()), **self.labels}
+        mounts = list(self.mounts)
+        if self.limits.disk_mb is not None:
+            self._disk = self._make_disk(name, image)
+            mounts += [
+                Mount(target=path, source=str(self._disk.path(index)), type="bind")
+                for index, path in enumerate(writable_paths(image))
+            ]
         memory = f"{self.limits.memory_mb}m"
         try:
             self._container = self.client.containers.run(
-                self.image,
+                image.id,
                 # The main process is the wall-clock limit: when it ends, the container stops
                 # and, with auto_remove, disappears even if this process was killed.
                 ["sleep", str(int(self.limits.wall_clock_s))],
+                name=name,
                 detach=True,
                 auto_remove=True,
                 init=True,
                 hostname=self.hostname,
                 network_mode=self.network,
-                mounts=self.mounts,
+                mounts=mounts,
                 labels=labels,
                 nano_cpus=int(self.limits.cpus * 1e9),
                 mem_limit=memory,
                 memswap_limit=memory,
                 pids_limit=self.limits.pids,
                 security_opt=["no-new-privileges"],
+                read_only=self._disk is not None,
                 environment={},
             )
         except docker.errors.APIError as error:
+            self._release_disk()
             raise SandboxError(f"cannot start a container from {self.image!r}: {error}") from None
+        except BaseException:
+            self._release_disk()
+            raise
+        self._started_at = time.monotonic()
         with _live_lock:
             _live.add(self)
         return self
+
+    def _make_disk(self, name: str, image: Image) -> SandboxDisk:
+        """Make the capped disk and seed it with the image's content at the writable paths."""
+        assert self.limits.disk_mb is not None
+        seeds = _image_seeds(self.client, image)
+        try:
+            disk = SandboxDisk(name, self.limits.disk_mb).create()
+        except DiskError as error:
+            raise SandboxError(str(error)) from None
+        try:
+            for index, path in enumerate(writable_paths(image)):
+                _extract_seed(seeds[path], disk.path(index))
+        except BaseException:
+            disk.release()
+            raise
+        return disk
+
+    def _release_disk(self) -> None:
+        disk, self._disk = self._disk, None
+        if disk is not None:
+            disk.release()
+
+    @property
+    def wall_clock_expired(self) -> bool:
+        """Whether the sandbox lived past its wall-clock limit (and so stopped itself)."""
+        started = self._started_at
+        return started is not None and time.monotonic() - started >= self.limits.wall_clock_s
 
     def is_running(self) -> bool:
         """Return True while the container is running."""
@@ -248,15 +395,19 @@ class DockerSandbox:
         timeout: float = 60.0,
         workdir: str | None = None,
         env: dict[str, str] | None = None,
+        user: str | None = None,
     ) -> ExecResult:
-        """Run a command (a shell string or an argv list) and kill it after ``timeout`` s."""
+        """Run a command (a shell string or an argv list) and kill it after ``timeout`` s.
+
+        ``user`` (a name or uid) runs it as that user instead of the image's default.
+        """
         argv = ["sh", "-c", command] if isinstance(command, str) else list(command)
         # coreutils' timeout runs inside the container, so a hung command cannot hang us.
         wrapped = ["timeout", "-s", "KILL", f"{timeout:.3f}", *argv]
         started = time.monotonic()
         try:
             result = self.container.exec_run(
-                wrapped, demux=True, workdir=workdir, environment=env or {}
+                wrapped, demux=True, workdir=workdir, environment=env or {}, user=user or ""
             )
         except docker.errors.APIError as error:
             raise SandboxDied(f"exec failed: {error}") from None
@@ -269,8 +420,10 @@ class DockerSandbox:
             timed_out=result.exit_code == 137 and time.monotonic() - started >= timeout,
         )
 
-    def open_stream(self, command: list[str], workdir: str | None = None) -> ExecStream:
-        """Start a process and return a line-oriented stream to its stdin and stdout."""
+    def open_stream(
+        self, command: list[str], workdir: str | None = None, user: str | None = None
+    ) -> ExecStream:
+        """Start a process (as ``user``, default the image's) and stream lines to and from it."""
         api = self.client.api
         try:
             exec_id = api.exec_create(
@@ -282,6 +435,7 @@ class DockerSandbox:
                 tty=False,
                 workdir=workdir,
                 environment={},
+                user=user or "",
             )["Id"]
             raw = api.exec_start(exec_id, socket=True)
         except docker.errors.APIError as error:
@@ -294,8 +448,9 @@ class DockerSandbox:
         log_path: str,
         workdir: str | None = None,
         env: dict[str, str] | None = None,
+        user: str | None = None,
     ) -> str:
-        """Start a long-running process (a server) detached; return its exec id.
+        """Start a long-running process (a server) detached, as ``user``; return its exec id.
 
         Stdout and stderr are appended to ``log_path`` inside the container. The process lives
         until it exits or the container goes; ask :meth:`background_exit_code` whether it did.
@@ -305,7 +460,7 @@ class DockerSandbox:
         api = self.client.api
         try:
             exec_id = api.exec_create(
-                self.container.id, argv, workdir=workdir, environment=env or {}
+                self.container.id, argv, workdir=workdir, environment=env or {}, user=user or ""
             )["Id"]
             api.exec_start(exec_id, detach=True)
         except docker.errors.APIError as error:
@@ -324,9 +479,7 @@ class DockerSandbox:
         """Write ``data`` to ``path`` inside the container (parent directory must exist)."""
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as archive:
-            info = tarfile.TarInfo(os.path.basename(path))
-            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
-            archive.addfile(info, io.BytesIO(data))
+            _add_file(archive, os.path.basename(path), data, mode)
         if not self.container.put_archive(os.path.dirname(path) or "/", buffer.getvalue()):
             raise SandboxError(f"could not copy a file to {path}")
 
@@ -343,26 +496,47 @@ class DockerSandbox:
             return member.read()
 
     def snapshot(self, repository: str, tag: str = "latest") -> str:
-        """Commit the running container to an image and return its id."""
-        image = self.container.commit(
-            repository=repository, tag=tag, changes=[f"LABEL {SNAPSHOT_LABEL}=1"]
-        )
-        return image.id
+        """Commit the running container, its writable paths included, to an image; return its id.
+
+        The writable paths live on the sandbox's own disk, which ``docker commit`` does not
+        see, so their current content is added on top of the commit as one more layer.
+        """
+        committed = self.container.commit(changes=[f"LABEL {SNAPSHOT_LABEL}=1"])
+        if self._disk is None:
+            committed.tag(repository, tag)
+            return str(committed.id)
+        context = io.BytesIO()
+        dockerfile = [f"FROM {committed.id}"]
+        with tarfile.open(fileobj=context, mode="w") as archive:
+            for index, path in enumerate(writable_paths(self.container.image)):
+                chunks, _ = self.container.get_archive(path)
+                _add_file(archive, f"w{index}.tar", b"".join(chunks))
+                # ADD unpacks a local tar archive, keeping owners and modes.
+                dockerfile.append(f"ADD w{index}.tar {PurePosixPath(path).parent}")
+            _add_file(archive, "Dockerfile", ("\n".join(dockerfile) + "\n").encode())
+        context.seek(0)
+        try:
+            image, _ = self.client.images.build(
+                fileobj=context, custom_context=True, tag=f"{repository}:{tag}", rm=True
+            )
+        except docker.errors.DockerException as error:
+            raise SandboxError(f"snapshot of {self.image!r} failed: {error}") from None
+        finally:
+            with contextlib.suppress(docker.errors.APIError):
+                self.client.images.remove(committed.id)
+        return str(image.id)
 
     def close(self) -> None:
         """Remove the container; safe to call more than once."""
         with _live_lock:
             _live.discard(self)
         container, self._container = self._container, None
-        if container is None:
-            return
         try:
-            container.remove(force=True)
-        except docker.errors.NotFound:
-            pass
-        except docker.errors.APIError as error:
-            if error.status_code != 409:  # removal already in progress (auto_remove)
-                raise
+            if container is not None:
+                _remove(container)
+        finally:
+            # After the container: its bind mounts must be gone before the disk unmounts.
+            self._release_disk()
 
     def __enter__(self) -> DockerSandbox:
         return self.start()
@@ -378,6 +552,27 @@ class DockerSandbox:
 
 _live: set[DockerSandbox] = set()
 _live_lock = threading.Lock()
+
+RUN_LABEL = "worldtrace.run"
+"""Label of every sandbox started for a collection run (see :func:`labelled`)."""
+
+_context_labels: contextvars.ContextVar[tuple[tuple[str, str], ...]] = contextvars.ContextVar(
+    "worldtrace_sandbox_labels", default=()
+)
+
+
+@contextlib.contextmanager
+def labelled(labels: dict[str, str]) -> Iterator[None]:
+    """Give every sandbox started in this context (thread) these labels as well.
+
+    The collect flow labels an episode's sandboxes with its run, whichever environment starts
+    them, so that a resumed run can find and remove the containers its killed attempt left.
+    """
+    token = _context_labels.set(tuple({**dict(_context_labels.get()), **labels}.items()))
+    try:
+        yield
+    finally:
+        _context_labels.reset(token)
 
 
 def close_all() -> None:
@@ -415,22 +610,29 @@ def owner_alive(labels: dict[str, str]) -> bool:
     return int(labels[OWNER_PID_LABEL]) > 0
 
 
-def gc(everything: bool = False, client: docker.DockerClient | None = None) -> list[str]:
-    """Remove our containers whose owning process is gone (or all of them); return their ids."""
+def gc(
+    everything: bool = False,
+    client: docker.DockerClient | None = None,
+    labels: dict[str, str] | None = None,
+) -> list[str]:
+    """Remove our containers whose owning process is gone (or all of them); return their ids.
+
+    ``labels`` narrows the sweep to containers carrying them (a resumed run clears its own
+    orphans: ``{RUN_LABEL: name}``). A container never started ("created") is judged by the
+    same rule as a running one: removed once its owner is gone. Disks whose container is gone
+    and whose maker died are released too.
+    """
     client = client or docker_client()
+    wanted = [LABEL, *(f"{key}={value}" for key, value in (labels or {}).items())]
     removed = []
-    for container in client.containers.list(all=True, filters={"label": LABEL}):
+    for container in client.containers.list(all=True, filters={"label": wanted}):
         # A live owner's container may be "created" for a moment while it starts: spare it.
         finished = container.status in ("exited", "dead")
         if everything or finished or not owner_alive(container.labels):
-            try:
-                container.remove(force=True)
-                removed.append(container.id)
-            except docker.errors.NotFound:
-                pass
-            except docker.errors.APIError as error:
-                if error.status_code != 409:
-                    raise
+            _remove(container)
+            removed.append(container.id)
+    in_use = {c.name for c in client.containers.list(all=True, filters={"label": LABEL})}
+    collect_orphans(in_use)
     return removed
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -11,7 +13,7 @@ import docker
 import docker.errors
 import pytest
 
-from sandboxes.docker import LABEL, OWNER_PID_LABEL, DockerSandbox, SandboxError
+from sandboxes.docker import LABEL, OWNER_PID_LABEL, DockerSandbox, Limits, SandboxError
 
 pytestmark = pytest.mark.docker
 
@@ -112,3 +114,75 @@ def test_background_process_runs_detached_logs_and_reports_its_exit(terminal_ima
             time.sleep(0.05)
         assert sandbox.exec("cat /tmp/server.log").text == "started\noops\n"
         assert sandbox.exec("pgrep -x sleep").exit_code == 0
+
+
+# --- disk cap ---------------------------------------------------------------------------------
+
+
+def _disk_usage(path: str) -> int:
+    stats = os.statvfs(path)
+    return (stats.f_blocks - stats.f_bfree) * stats.f_frsize
+
+
+def test_a_write_past_the_disk_cap_fails_inside_and_spares_the_host(terminal_image):
+    from sandboxes.disk import disk_root
+
+    cap_mb = 64
+    before = _disk_usage("/")
+    with DockerSandbox(terminal_image, limits=Limits(disk_mb=cap_mb)) as sandbox:
+        # Twice the cap, into a writable path: the sandbox's own disk fills up, nothing else.
+        result = sandbox.exec(f"dd if=/dev/zero of=/tmp/fill bs=1M count={2 * cap_mb}", timeout=60)
+        assert result.exit_code != 0
+        assert b"No space left on device" in result.stderr
+        written = int(sandbox.exec("stat -c %s /tmp/fill").text)
+        assert 0.5 * cap_mb * 2**20 < written <= cap_mb * 2**20
+        assert _disk_usage("/") - before < (cap_mb + 32) * 2**20
+        # Everything else is read-only: no write can reach the image's layer on the host.
+        elsewhere = sandbox.exec("echo x > /usr/local/escape", timeout=10)
+        assert b"Read-only file system" in elsewhere.stderr
+        # The sandbox still works with a full disk.
+        assert sandbox.exec("echo alive").text == "alive\n"
+        disk = disk_root() / sandbox.container.name
+        assert disk.is_dir()
+    assert not disk.exists()  # released with the sandbox
+    assert _disk_usage("/") - before < 32 * 2**20
+
+
+def test_writable_paths_are_binds_of_the_disk_seeded_with_the_image_content(terminal_image):
+    client = docker.from_env()
+    image = client.images.get(terminal_image)
+    paths = image.labels["worldtrace.writable"].split()
+    with DockerSandbox(terminal_image) as sandbox:
+        mounts = {m["Destination"]: m for m in sandbox.container.attrs["Mounts"]}
+        assert sorted(mounts) == sorted(paths)
+        assert all(m["Type"] == "bind" and m["RW"] for m in mounts.values())
+        # /tmp keeps its sticky world-writable mode; the home folder keeps the image's files.
+        assert sandbox.exec("stat -c %a /tmp").text.strip() == "1777"
+        home = next(path for path in paths if path not in ("/tmp", "/var/tmp", "/run"))
+        assert ".bashrc" in sandbox.exec(["ls", "-A", home]).text
+
+
+def test_a_disk_left_by_a_killed_owner_is_released_by_gc(terminal_image):
+    from sandboxes.disk import SandboxDisk, disk_root
+    from sandboxes.docker import gc
+
+    orphan = SandboxDisk("wt-test-orphan-disk", 16).create()
+    # A maker that died: a pid that no longer exists.
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    (orphan.folder / "owner").write_text(f"{child.pid} {socket.gethostname()}\n")
+    mine = SandboxDisk("wt-test-live-disk", 16).create()
+    try:
+        gc()
+        assert not orphan.folder.exists()
+        assert mine.folder.exists()  # its maker (this process) is alive
+        assert (disk_root() / "wt-test-live-disk").is_dir()
+    finally:
+        mine.release()
+        orphan.release()
+
+
+def test_without_a_disk_cap_the_root_filesystem_is_writable(terminal_image):
+    with DockerSandbox(terminal_image, limits=Limits(disk_mb=None)) as sandbox:
+        assert sandbox.exec("echo x > /usr/local/ok && cat /usr/local/ok").text == "x\n"
+        assert sandbox.container.attrs["Mounts"] == []
