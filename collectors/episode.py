@@ -1,14 +1,17 @@
 """The episode loop shared by every domain: reset, act, step, record, seal.
 
-The agent's own failures (an unknown action, a non-zero exit, a step that timed out) are
-recorded as transitions with their error and the episode goes on. A broken sandbox raises
-``SandboxError``: the attempt is set aside under ``interrupted/`` and the caller decides
-whether to retry. Any other failure seals the episode as ``failed`` with its reason, keeping
-every step recorded so far.
+The agent's own failures (an unknown action, a non-zero exit, a step that timed out, a
+sandbox the action broke) are recorded as transitions with their error. A sandbox that broke
+on its own raises ``SandboxError``: the attempt is set aside under ``interrupted/`` and the
+caller decides whether to retry. A run asked to stop (:func:`request_stop`, on SIGTERM or
+Ctrl-C) sets the attempt aside too and raises :class:`EpisodeInterrupted`: the episode is
+collected again when the run resumes, never sealed half-done. Any other failure seals the
+episode as ``failed`` with its reason, keeping every step recorded so far.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -44,6 +47,33 @@ StepListener = Callable[[str, int, str | None], None]
 """Called after each recorded step with (episode_id, step, action_error)."""
 
 
+class EpisodeInterrupted(Exception):
+    """The run was asked to stop; the episode's attempt was set aside to be collected again."""
+
+
+_stop = threading.Event()
+
+
+def request_stop() -> None:
+    """Ask every running episode of this process to stop after (or instead of) its step."""
+    _stop.set()
+
+
+def stop_requested() -> bool:
+    """Whether :func:`request_stop` was called (and not cleared)."""
+    return _stop.is_set()
+
+
+def clear_stop() -> None:
+    """Forget an earlier stop request (a new run in the same process)."""
+    _stop.clear()
+
+
+def _interrupt(writer: EpisodeWriter) -> EpisodeInterrupted:
+    writer.abandon("interrupted: the run was asked to stop")
+    return EpisodeInterrupted(writer.episode_id)
+
+
 def run_episode(
     env: Environment,
     policy: Policy,
@@ -57,10 +87,13 @@ def run_episode(
     started_at = now_utc()
     try:
         observation = env.reset(plan.seed, plan.task)
-    except SandboxError:
-        writer.abandon("sandbox failed during reset")
-        raise
     except Exception as error:
+        # Whatever a stop did to the environment (sandboxes removed, browser killed) is ours.
+        if _stop.is_set():
+            raise _interrupt(writer) from None
+        if isinstance(error, SandboxError):
+            writer.abandon(f"sandbox failed during reset: {error}")
+            raise
         writer.write_start(_facts(writer, plan, policy, started_at, limits, env=None), None)
         return _seal_failed(writer, error, steps=0, errors=0)
     policy.reset(plan.seed, plan.task)
@@ -73,12 +106,17 @@ def run_episode(
     status: EpisodeStatus = "truncated"
     try:
         for step in range(limits.max_steps):
+            if _stop.is_set():
+                raise _interrupt(writer)
             action = policy.act(observation, history)
             if action is None:
                 status = "completed"
                 break
             step_started = now_utc()
             outcome = env.step(action, limits.step_timeout_s)
+            if _stop.is_set():
+                # The step may have ended because the stop removed its sandbox: not data.
+                raise _interrupt(writer)
             writer.write_step(
                 {
                     "step": step,
@@ -101,10 +139,14 @@ def run_episode(
                 status = "completed" if outcome.terminated else "truncated"
                 break
         reward = env.evaluate(plan.task)
-    except SandboxError:
-        writer.abandon("sandbox failed during the episode")
+    except EpisodeInterrupted:
         raise
     except Exception as error:
+        if _stop.is_set():
+            raise _interrupt(writer) from None
+        if isinstance(error, SandboxError):
+            writer.abandon(f"sandbox failed during the episode: {error}")
+            raise
         return _seal_failed(writer, error, steps=writer.steps, errors=errors)
     writer.seal(status, {"steps": writer.steps, "errors": errors, "reward": reward})
     return EpisodeResult(episode_id, status, writer.steps, errors, reward)
@@ -138,9 +180,9 @@ def _seal_failed(writer: EpisodeWriter, error: Exception, steps: int, errors: in
 
 
 def seal_after_retries(
-    writer: EpisodeWriter, plan: EpisodePlan, policy: Policy, reason: str
+    writer: EpisodeWriter, plan: EpisodePlan, policy: Policy, limits: EpisodeLimits, reason: str
 ) -> EpisodeResult:
     """Seal an episode whose sandbox kept failing, so the run can finish and say why."""
-    writer.write_start(_facts(writer, plan, policy, now_utc(), EpisodeLimits(), env=None), None)
+    writer.write_start(_facts(writer, plan, policy, now_utc(), limits, env=None), None)
     writer.seal("failed", {"steps": 0, "errors": 0, "reward": None, "error": reason})
     return EpisodeResult(writer.episode_id, "failed", 0, 0, None, reason)

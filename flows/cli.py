@@ -150,15 +150,15 @@ def collect(
         else:
             if domain is None:
                 raise ConfigError("give a domain (worldtrace collect terminal …) or --config")
-            config = validate_config(overrides | {"episodes": episodes or 1})
+            # --episodes 0 is an error like any invalid value, never "one episode".
+            config = validate_config({"episodes": 1} | overrides)
     except (ConfigError, LookupError) as error:
         raise _fail(str(error)) from None
 
     from flows.collect import run_collection
     from flows.progress import listening
-    from sandboxes.docker import SandboxError, exit_cleanly_on_sigterm
+    from sandboxes.docker import SandboxError
 
-    exit_cleanly_on_sigterm()
     _quiet_prefect()
     console.print(f"run directory: {config.run_dir}", highlight=False)
     columns = (
@@ -178,6 +178,20 @@ def collect(
         except SandboxError as error:
             raise _fail(str(error), code=1) from None
     _print_summary(summary)
+    _exit_if_stopped()
+
+
+def _exit_if_stopped() -> None:
+    """After a run stopped by a signal: say how to resume, and exit with 128 + the signal."""
+    from flows.stopping import stopped_by
+
+    signum = stopped_by()
+    if signum is not None:
+        console.print(
+            "[yellow]stopped: unfinished episodes were set aside; run the same command again "
+            "to resume[/yellow]"
+        )
+        raise typer.Exit(128 + signum)
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
@@ -293,22 +307,23 @@ def run(
     """Collect, curate and publish as one Prefect flow; re-running resumes every stage."""
     from collectors.registry import get_collector
     from flows.config import ConfigError
-    from flows.pipeline import load_pipeline_config, pipeline
-    from sandboxes.docker import SandboxError, exit_cleanly_on_sigterm
+    from flows.pipeline import file_sha256, load_pipeline_config, pipeline
+    from sandboxes.docker import SandboxError
 
     try:
-        config = load_pipeline_config(pipeline_file)
-    except ConfigError as error:
+        sha256 = file_sha256(pipeline_file)
+        config = load_pipeline_config(pipeline_file, sha256)
+    except (ConfigError, OSError) as error:
         raise _fail(str(error)) from None
     collector = get_collector(config.collect.domain)
-    exit_cleanly_on_sigterm()
     _quiet_prefect()
     try:
         collector.preflight(collector.environment_config.model_validate(config.collect.environment))
-        summary = pipeline(config)
+        summary = pipeline(str(pipeline_file.resolve()), sha256)
     except SandboxError as error:
         raise _fail(str(error), code=1) from None
     _print_summary(summary["collect"])
+    _exit_if_stopped()
     Console().print(summary["curate"])
     Console().print(summary["publish"])
 

@@ -1,34 +1,56 @@
 """The ``collect`` Prefect flow: one task per episode, bounded concurrency, resumable.
 
-Started again with the same config, the flow finds the run directory, sets aside episodes a
-killed run left unfinished, and runs only the episodes that are not sealed. Retries are for
-infrastructure failures (a sandbox that died); the agent's own errors are data, not failures.
+Started again with the same config, the flow finds the run directory, removes the sandboxes a
+killed attempt of the run left behind, sets aside episodes it left unfinished, and runs only
+the episodes that are not sealed. Retries are for infrastructure failures (a sandbox that
+broke on its own); the agent's own errors are data, not failures.
+
+Nothing an environment returned or an action contained may reach Prefect's database or logs
+(a replay policy's actions, a screen with a secret on it): the flow and its tasks take the run
+directory and the sha256 of its ``run.json`` and read the configuration from there, return
+only counts, and raise only exceptions whose message names the episode, never its content.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from collectors.episode import EpisodeLimits, EpisodeResult, run_episode, seal_after_retries
+from collectors.episode import (
+    EpisodeInterrupted,
+    EpisodeLimits,
+    EpisodeResult,
+    run_episode,
+    seal_after_retries,
+    stop_requested,
+)
 from collectors.recorder import EpisodeAlreadySealed, RunRecorder
 from collectors.registry import get_collector
 from flows import progress
-from flows.config import CollectConfig
+from flows.config import CollectConfig, claim_run, load_run
+from flows.stopping import collecting
 from normalizers import normalize_run
-from sandboxes.docker import SandboxError
+from sandboxes.docker import RUN_LABEL, SandboxError, gc, labelled
+
+
+class EpisodeSandboxFailed(SandboxError):
+    """An episode's sandbox broke on its own; retried. The message never holds its content."""
+
+    def __init__(self, episode_id: str, reason: str) -> None:
+        super().__init__(f"episode {episode_id}: the sandbox failed (reason in its raw record)")
+        self.reason = reason
 
 
 def _infrastructure_failure(task: Any, task_run: Any, state: Any) -> bool:
     """Retry only when the sandbox broke, never for anything the agent did."""
     try:
         state.result()
-    except SandboxError:
-        return True
+    except EpisodeSandboxFailed:
+        return not stop_requested()
     except Exception:
         return False
     return False
@@ -37,11 +59,16 @@ def _infrastructure_failure(task: Any, task_run: Any, state: Any) -> bool:
 @task(
     name="collect-episode",
     cache_policy=NO_CACHE,
+    persist_result=False,
     retry_condition_fn=_infrastructure_failure,
     retry_delay_seconds=1,
 )
-def collect_episode(config: CollectConfig, index: int) -> dict[str, Any]:
-    """Record episode ``index`` of the run in a fresh environment."""
+def collect_episode(run_dir: str, config_sha256: str, index: int) -> dict[str, Any]:
+    """Record episode ``index`` of the run in ``run_dir`` in a fresh environment."""
+    config = load_run(Path(run_dir), config_sha256)
+    episode_id = config.episode_id(index)
+    if stop_requested():
+        return _stopped(episode_id)
     collector = get_collector(config.domain)
     env_config = collector.environment_config.model_validate(config.environment)
     plan = collector.plan(
@@ -49,52 +76,91 @@ def collect_episode(config: CollectConfig, index: int) -> dict[str, Any]:
     )
     policy = collector.make_policy(config.policy.kind, config.policy.params)
     recorder = RunRecorder(config.run_dir, config.identity())
-    writer = recorder.begin(config.episode_id(index))
+    writer = recorder.begin(episode_id)
     env = collector.make_environment(env_config)
     try:
-        result = run_episode(
-            env,
-            policy,
-            writer,
-            plan,
-            EpisodeLimits(config.max_steps, config.step_timeout_s),
-            on_step=progress.step_done,
-        )
+        with labelled({RUN_LABEL: config.resolved_run_name()}):
+            result = run_episode(
+                env,
+                policy,
+                writer,
+                plan,
+                EpisodeLimits(config.max_steps, config.step_timeout_s),
+                on_step=progress.step_done,
+            )
+    except EpisodeInterrupted:
+        return _stopped(episode_id)
+    except SandboxError as error:
+        raise EpisodeSandboxFailed(episode_id, f"{type(error).__name__}: {error}") from None
     finally:
         env.close()
     progress.episode_done(result)
-    return asdict(result)
+    return _counts(result)
 
 
-@flow(name="collect", log_prints=False)
-def collect(config: CollectConfig) -> dict[str, Any]:
-    """Collect the run's missing episodes, then normalize the run; return a summary."""
+def _stopped(episode_id: str) -> dict[str, Any]:
+    """The result of an episode the run's stop set aside (collected again on resume)."""
+    return {"episode_id": episode_id, "status": "stopped", "steps": 0, "errors": 0, "reward": None}
+
+
+def _counts(result: EpisodeResult) -> dict[str, Any]:
+    """What a task returns to Prefect: the outcome in numbers, no text the episode produced."""
+    return {
+        "episode_id": result.episode_id,
+        "status": result.status,
+        "steps": result.steps,
+        "errors": result.errors,
+        "reward": result.reward,
+    }
+
+
+@flow(name="collect", log_prints=False, persist_result=False)
+def collect(
+    run_dir: str, config_sha256: str, retries: int = 2, normalize: bool = True
+) -> dict[str, Any]:
+    """Collect the run's missing episodes, then normalize the run; return a summary.
+
+    ``run_dir`` holds the configuration (``run.json``, see :func:`flows.config.claim_run`);
+    ``config_sha256`` pins it, so an edited file is refused rather than half applied.
+    """
+    config = load_run(Path(run_dir), config_sha256)
+    # The sandboxes a killed attempt of this run left behind: their owner is dead.
+    orphans = gc(labels={RUN_LABEL: config.resolved_run_name()})
     recorder = RunRecorder(config.run_dir, config.identity())
     interrupted = recorder.recover_interrupted()
     sealed = recorder.sealed_ids()
     pending = [i for i in range(config.episodes) if config.episode_id(i) not in sealed]
-    episode_task = collect_episode.with_options(retries=config.retries)
-    futures = {index: episode_task.submit(config, index) for index in pending}
+    episode_task = collect_episode.with_options(retries=retries)
     results: list[dict[str, Any]] = []
-    for index, future in futures.items():
-        future.wait()
-        try:
-            results.append(future.result())
-        except EpisodeAlreadySealed:
-            continue
-        except Exception as error:
-            results.append(_seal_broken_episode(config, index, error))
+    with collecting():
+        futures = {index: episode_task.submit(run_dir, config_sha256, index) for index in pending}
+        for index, future in futures.items():
+            future.wait()
+            try:
+                results.append(future.result())
+            except EpisodeAlreadySealed:
+                continue
+            except EpisodeSandboxFailed as failure:
+                if stop_requested():
+                    results.append(_stopped(config.episode_id(index)))
+                else:
+                    results.append(_seal_broken_episode(config, index, failure.reason))
+    stopped = sum(r["status"] == "stopped" for r in results)
+    results = [r for r in results if r["status"] != "stopped"]
     summary: dict[str, Any] = {
         "run_dir": str(config.run_dir),
         "requested": config.episodes,
         "already_sealed": len(sealed),
         "resumed_interrupted": len(interrupted),
+        "orphan_sandboxes_removed": len(orphans),
         "collected": len(results),
+        "stopped": stopped,
         "failed": sum(r["status"] == "failed" for r in results),
         "steps": sum(r["steps"] for r in results),
         "errors": sum(r["errors"] for r in results),
     }
-    if config.normalize:
+    # A stopped run is resumed later; its user asked for it to end now, not to normalize.
+    if normalize and not stop_requested():
         report = normalize_run(config.run_dir)
         summary |= {
             "transitions": report.transitions,
@@ -104,7 +170,7 @@ def collect(config: CollectConfig) -> dict[str, Any]:
     return summary
 
 
-def _seal_broken_episode(config: CollectConfig, index: int, error: Exception) -> dict[str, Any]:
+def _seal_broken_episode(config: CollectConfig, index: int, reason: str) -> dict[str, Any]:
     """Keep a record of an episode whose sandbox failed on every attempt."""
     collector = get_collector(config.domain)
     recorder = RunRecorder(config.run_dir, config.identity())
@@ -113,12 +179,11 @@ def _seal_broken_episode(config: CollectConfig, index: int, error: Exception) ->
         index, config.seed + index, config.policy.kind, config.policy.tasks, env_config
     )
     policy = collector.make_policy(config.policy.kind, config.policy.params)
-    reason = f"{type(error).__name__}: {error}"
-    result: EpisodeResult = seal_after_retries(
-        recorder.begin(config.episode_id(index)), plan, policy, reason
-    )
+    limits = EpisodeLimits(config.max_steps, config.step_timeout_s)
+    writer = recorder.begin(config.episode_id(index))
+    result = seal_after_retries(writer, plan, policy, limits, reason)
     progress.episode_done(result)
-    return asdict(result)
+    return _counts(result)
 
 
 def run_collection(config: CollectConfig) -> dict[str, Any]:
@@ -126,5 +191,8 @@ def run_collection(config: CollectConfig) -> dict[str, Any]:
     # Fail fast (no image, no engine) before the Prefect API spends seconds starting up.
     collector = get_collector(config.domain)
     collector.preflight(collector.environment_config.model_validate(config.environment))
+    config_sha256 = claim_run(config)
     runner = ThreadPoolTaskRunner(max_workers=config.workers)
-    return collect.with_options(task_runner=runner)(config)
+    return collect.with_options(task_runner=runner)(
+        str(config.run_dir), config_sha256, retries=config.retries, normalize=config.normalize
+    )

@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from collectors.recorder import RunRecorder
 from collectors.registry import get_collector
 
 
@@ -103,6 +104,33 @@ class CollectConfig(BaseModel):
     def run_dir(self) -> Path:
         """Where this run is recorded."""
         return self.out / self.resolved_run_name()
+
+
+def config_digest(identity: dict[str, Any]) -> str:
+    """Return the sha256 of a run's recorded configuration (canonical JSON)."""
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+
+def claim_run(config: CollectConfig) -> str:
+    """Create the run directory with its ``run.json`` (or check it matches); return its sha256.
+
+    The flow is then started with the directory and this digest only, so that no field of the
+    configuration (a replay policy's actions may hold anything) passes through Prefect.
+    """
+    RunRecorder(config.run_dir, config.identity())
+    return config_digest(config.identity())
+
+
+def load_run(run_dir: Path, config_sha256: str) -> CollectConfig:
+    """Read the configuration a run was claimed with; refuse one whose digest differs."""
+    manifest = Path(run_dir) / "run.json"
+    try:
+        identity = json.loads(manifest.read_text())["config"]
+    except (OSError, ValueError, KeyError) as error:
+        raise ConfigError(f"{manifest} cannot be read as a run manifest: {error}") from None
+    if config_digest(identity) != config_sha256:
+        raise ConfigError(f"{manifest} changed after the run was started; start it again")
+    return validate_config({**identity, "out": str(Path(run_dir).parent)})
 
 
 def validate_config(data: dict[str, Any]) -> CollectConfig:

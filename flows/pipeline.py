@@ -18,10 +18,15 @@ Example ``pipeline.yaml``::
       shard_size_mb: 500
 
 Every stage resumes: running the same file again finishes only what is missing.
+
+Like the collect flow, the pipeline flow takes the file's path and the sha256 of its bytes,
+never the configuration itself, so nothing in it (a replay policy's actions) reaches Prefect's
+database; its tasks return counts and paths only.
 """
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +36,11 @@ from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from collectors.episode import stop_requested
 from curation.config import CurationConfig
 from curation.pipeline import curate
 from flows.collect import collect
-from flows.config import CollectConfig, ConfigError
+from flows.config import CollectConfig, ConfigError, claim_run
 from publishing.hub import push_to_hub
 from publishing.layout import publish_folder
 
@@ -62,10 +68,21 @@ class PipelineConfig(BaseModel):
     publish: PublishTarget = Field(default_factory=PublishTarget)
 
 
-def load_pipeline_config(path: Path) -> PipelineConfig:
-    """Read and validate a pipeline YAML file; errors name the bad fields."""
+def file_sha256(path: Path) -> str:
+    """Return the sha256 of a file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def load_pipeline_config(path: Path, sha256: str | None = None) -> PipelineConfig:
+    """Read and validate a pipeline YAML file; errors name the bad fields.
+
+    With ``sha256`` the file must still hold exactly the bytes that digest was taken of.
+    """
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        raw = Path(path).read_bytes()
+        if sha256 is not None and hashlib.sha256(raw).hexdigest() != sha256:
+            raise ConfigError(f"{path} changed after the pipeline was started; start it again")
+        data = yaml.safe_load(raw)
         return PipelineConfig.model_validate(data)
     except FileNotFoundError:
         raise ConfigError(f"pipeline file {path} does not exist") from None
@@ -78,29 +95,44 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
         raise ConfigError("invalid pipeline config:\n" + "\n".join(problems)) from None
 
 
-@task(name="curate", cache_policy=NO_CACHE)
-def curate_run(run_dir: Path, corpus: Path, config: CurationConfig) -> dict[str, Any]:
-    """Curate the collected run into the corpus folder."""
-    return curate(run_dir, corpus, config).model_dump(mode="json")
+@task(name="curate", cache_policy=NO_CACHE, persist_result=False)
+def curate_run(pipeline_file: str, sha256: str) -> dict[str, Any]:
+    """Curate the collected run into the corpus folder; return the row counts."""
+    config = load_pipeline_config(Path(pipeline_file), sha256)
+    report = curate(config.collect.run_dir, config.corpus, config.curate)
+    return {
+        "corpus": str(report.output_dir),
+        "rows_in": report.rows_in,
+        "rows_out": report.rows_out,
+        "quarantined_rows": report.quarantined_rows,
+    }
 
 
-@task(name="publish", cache_policy=NO_CACHE)
-def publish_corpus(corpus: Path, target: PublishTarget) -> dict[str, Any]:
-    """Write the Hub layout and upload it if a repo is given."""
+@task(name="publish", cache_policy=NO_CACHE, persist_result=False)
+def publish_corpus(pipeline_file: str, sha256: str) -> dict[str, Any]:
+    """Write the Hub layout and upload it if a repo is given; return what was written."""
+    config = load_pipeline_config(Path(pipeline_file), sha256)
+    target, corpus = config.publish, config.corpus
     folder = target.to or corpus.parent / f"{corpus.name}-dataset"
-    result: dict[str, Any] = {"folder": str(folder)}
-    result["layout"] = repr(publish_folder(corpus, folder, shard_size_mb=target.shard_size_mb))
+    report = publish_folder(corpus, folder, shard_size_mb=target.shard_size_mb)
+    result: dict[str, Any] = {"folder": str(folder), "rows": report.rows}
     if target.repo:
         pushed = push_to_hub(folder, target.repo, private=target.private, revision=target.revision)
-        result["push"] = repr(pushed)
+        result |= {"repo": pushed.repo_id, "uploaded": len(pushed.uploaded), "noop": pushed.noop}
     return result
 
 
-@flow(name="pipeline", log_prints=False)
-def pipeline(config: PipelineConfig) -> dict[str, Any]:
-    """Run the three stages in order; each one resumes if it ran before."""
+@flow(name="pipeline", log_prints=False, persist_result=False)
+def pipeline(pipeline_file: str, sha256: str) -> dict[str, Any]:
+    """Run the three stages of the file in order; each one resumes if it ran before."""
+    config = load_pipeline_config(Path(pipeline_file), sha256)
+    run_sha256 = claim_run(config.collect)
     runner = ThreadPoolTaskRunner(max_workers=config.collect.workers)
-    collected = collect.with_options(task_runner=runner)(config.collect)
-    curated = curate_run(config.collect.run_dir, config.corpus, config.curate)
-    published = publish_corpus(config.corpus, config.publish)
+    collected = collect.with_options(task_runner=runner)(
+        str(config.collect.run_dir), run_sha256, retries=config.collect.retries, normalize=True
+    )
+    if stop_requested():
+        return {"collect": collected}
+    curated = curate_run(pipeline_file, sha256)
+    published = publish_corpus(pipeline_file, sha256)
     return {"collect": collected, "curate": curated, "publish": published}

@@ -1,12 +1,26 @@
-"""Shared fixtures. Tests marked ``docker`` need the engine and images from `make setup`."""
+"""Shared fixtures. Tests marked ``docker`` need the engine and images from `make setup`.
+
+Every cache a test touches is this session's own: Prefect's home (its database), the
+``datasets`` cache (it caches local folders by name, so a stale entry would return old rows)
+and the Hugging Face home. They are set before anything imports Prefect or datasets, and
+subprocesses started by tests inherit them.
+"""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
+_CACHES = Path(tempfile.mkdtemp(prefix="worldtrace-test-caches-"))
+atexit.register(shutil.rmtree, _CACHES, ignore_errors=True)
+os.environ["PREFECT_HOME"] = str(_CACHES / "prefect")
+os.environ["HF_DATASETS_CACHE"] = str(_CACHES / "datasets")
+os.environ["HF_HOME"] = str(_CACHES / "hf")
 # Prefect logs its temporary API server stopping after pytest closed the captured streams.
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 

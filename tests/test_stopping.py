@@ -1,0 +1,100 @@
+"""SIGTERM and Ctrl-C stop a collection within seconds and leave it resumable."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import docker
+import pytest
+
+from collectors.recorder import read_episode
+from sandboxes.docker import LABEL, RUN_LABEL
+
+pytestmark = pytest.mark.docker
+
+
+def _collect_command(out: Path, run_name: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "flows.cli",
+        "collect",
+        "terminal",
+        "--policy",
+        "explore",
+        "--episodes",
+        "3",
+        "--workers",
+        "2",
+        "--max-steps",
+        "12",
+        "--out",
+        str(out),
+        "--run-name",
+        run_name,
+    ]
+
+
+def _wait_for_a_recorded_step(run_dir: Path, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        partial = list((run_dir / "raw" / "partial").glob("*.jsonl"))
+        if any(len(path.read_text().splitlines()) >= 2 for path in partial):
+            return
+        assert process.poll() is None, "the collection ended before it could be stopped"
+        time.sleep(0.05)
+    pytest.fail("no episode recorded a step")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_the_run_in_seconds_and_the_same_command_resumes_it(
+    tmp_path: Path, terminal_image: str, sig: signal.Signals
+) -> None:
+    run_name = f"stopped-{sig.name.lower()}"
+    run_dir = tmp_path / run_name
+    command = _collect_command(tmp_path, run_name)
+    first = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _wait_for_a_recorded_step(run_dir, first)
+    sent = time.monotonic()
+    first.send_signal(sig)
+    _, stderr = first.communicate(timeout=60)
+    took = time.monotonic() - sent
+    assert first.returncode == 128 + sig, stderr.decode()[-2000:]
+    assert took < 10, f"the run took {took:.1f}s to stop"
+    assert b"run the same command again" in stderr
+
+    # Nothing half-done was sealed: the unfinished attempts were set aside, none failed.
+    assert not list((run_dir / "raw" / "partial").glob("*.jsonl"))
+    interrupted = list((run_dir / "raw" / "interrupted").glob("*.jsonl"))
+    assert interrupted
+    for path in interrupted:
+        assert list(read_episode(path))[-1]["reason"].startswith("interrupted")
+    for path in (run_dir / "raw" / "episodes").glob("*.jsonl"):
+        assert list(read_episode(path))[-1]["status"] != "failed"
+    # The run's sandboxes went with it.
+    client = docker.from_env()
+    assert not client.containers.list(
+        all=True, filters={"label": [LABEL, f"{RUN_LABEL}={run_name}"]}
+    )
+
+    second = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr[-2000:]
+    sealed = sorted(path.stem for path in (run_dir / "raw" / "episodes").glob("*.jsonl"))
+    assert sealed == [f"{run_name}-s{seed:06d}" for seed in range(3)]
+    for name in sealed:
+        events = list(read_episode(run_dir / "raw" / "episodes" / f"{name}.jsonl"))
+        assert [event["type"] for event in events].count("start") == 1
+        assert events[-1]["status"] in ("completed", "truncated")
+
+
+def test_zero_episodes_is_a_bad_input_error(tmp_path: Path) -> None:
+    command = _collect_command(tmp_path, "zero")
+    command[command.index("--episodes") + 1] = "0"
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert "episodes" in result.stderr
+    assert not (tmp_path / "zero").exists()
