@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -186,3 +187,40 @@ def test_without_a_disk_cap_the_root_filesystem_is_writable(terminal_image):
     with DockerSandbox(terminal_image, limits=Limits(disk_mb=None)) as sandbox:
         assert sandbox.exec("echo x > /usr/local/ok && cat /usr/local/ok").text == "x\n"
         assert sandbox.container.attrs["Mounts"] == []
+
+
+def test_gc_of_a_run_removes_its_never_started_orphans_and_nothing_else(terminal_image):
+    from sandboxes.docker import OWNER_HOST_LABEL, RUN_LABEL, gc
+
+    client = docker.from_env()
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+
+    def container(run: str, owner: int, start: bool):
+        labels = {
+            LABEL: "1",
+            OWNER_PID_LABEL: str(owner),
+            OWNER_HOST_LABEL: socket.gethostname(),
+            RUN_LABEL: run,
+        }
+        if start:
+            return client.containers.run(
+                terminal_image, ["sleep", "120"], detach=True, network_mode="none", labels=labels
+            )
+        return client.containers.create(
+            terminal_image, ["sleep", "120"], network_mode="none", labels=labels
+        )
+
+    created_orphan = container("run-a", child.pid, start=False)
+    running_orphan = container("run-a", child.pid, start=True)
+    other_run_orphan = container("run-b", child.pid, start=True)
+    live = container("run-a", os.getpid(), start=False)
+    try:
+        removed = set(gc(labels={RUN_LABEL: "run-a"}))
+        assert removed == {created_orphan.id, running_orphan.id}
+        assert client.containers.get(other_run_orphan.id).status == "running"
+        assert client.containers.get(live.id).status == "created"
+    finally:
+        for item in (created_orphan, running_orphan, other_run_orphan, live):
+            with contextlib.suppress(docker.errors.NotFound):
+                item.remove(force=True)
