@@ -331,7 +331,9 @@ class DockerSandbox:
                 detach=True,
                 auto_remove=True,
                 init=True,
-                hostname=self.hostname,
+                # A sandbox in another's network namespace has that one's name (Docker
+                # refuses both).
+                hostname=None if self.network.startswith("container:") else self.hostname,
                 network_mode=self.network,
                 mounts=mounts,
                 labels=labels,
