@@ -20,9 +20,17 @@ validating every row again.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import hashlib
 import json
 import os
+import select
+import shutil
+import signal
+import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -246,6 +254,100 @@ def _derive_episodes(input_dir: Path, paths: _Paths) -> int | None:
     return table.num_rows
 
 
+_PR_SET_PDEATHSIG = 1
+_dies_with_parent = False
+
+
+def _die_with_parent() -> None:
+    """Ask the kernel to kill this (child) process when its parent dies."""
+    parent = os.getppid()
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+
+
+def _children_die_with_parent() -> None:
+    """Make every process this one forks from now on die with it (SIGKILL of curate).
+
+    datatrove's executor forks a ``multiprocess`` manager; killed with SIGKILL, the parent can
+    clean nothing up, and the forked manager (about 140 MB) lived on forever, holding the
+    forkserver's pipe open so that the forkserver and its pool workers lived on too. With the
+    manager gone the forkserver ends, and its workers follow (:class:`_LocalExecutor`).
+    Registered once per process.
+    """
+    global _dies_with_parent
+    if not _dies_with_parent:
+        os.register_at_fork(after_in_child=_die_with_parent)
+        _dies_with_parent = True
+
+
+_watched: set[int] = set()
+
+
+def _exit_with(pid: int) -> None:
+    """End this process as soon as process ``pid`` ends (a pidfd wakes exactly then)."""
+    if pid in _watched:
+        return
+    _watched.add(pid)
+    try:
+        watched = os.pidfd_open(pid)
+    except ProcessLookupError:
+        os._exit(1)
+
+    def watch() -> None:
+        select.select([watched], [], [])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-curate", daemon=True).start()
+
+
+class _LocalExecutor(LocalPipelineExecutor):
+    """datatrove's local executor whose pool workers end with the process that made them.
+
+    Pool workers are forked by ``multiprocess``'s forkserver, not by this process, so the
+    fork hook above does not reach them, and the forkserver outlives a killed parent by
+    seconds: each worker watches the curate process itself while it runs a task.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._creator = os.getpid()
+
+    def _run_for_rank(self, rank: int, local_rank: int = 0) -> Any:
+        if os.getpid() != self._creator:  # a pool worker, not the curate process itself
+            _exit_with(self._creator)
+        return super()._run_for_rank(rank, local_rank)
+
+
+@contextlib.contextmanager
+def _multiprocess_tempdir(paths: _Paths) -> Iterator[None]:
+    """Keep ``multiprocess``'s temporary folder (``pymp-*``) where the next run cleans it.
+
+    It holds the manager's socket: under the output's work folder when the path is short
+    enough for a Unix socket (108 bytes), else in the system's temporary folder under a name
+    derived from the output. Whatever a killed run left there is removed first.
+    """
+    import multiprocess.process
+
+    folder = paths.work / "tmp"
+    if len(str(folder)) > 70:
+        digest = hashlib.sha256(str(paths.output).encode()).hexdigest()[:12]
+        folder = Path(tempfile.gettempdir()) / f"worldtrace-curate-{digest}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    config = multiprocess.process.current_process()._config
+    previous = config.get("tempdir")
+    config["tempdir"] = str(folder)
+    try:
+        yield
+    finally:
+        if previous is None:
+            config.pop("tempdir", None)
+        else:
+            config["tempdir"] = previous
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _make_executor(
     kind: str, pipeline: list[PipelineStep], tasks: int, workers: int, logging_dir: Path
 ) -> PipelineExecutor:
@@ -262,7 +364,7 @@ def _make_executor(
             cpus_per_task=1,
             mem_per_cpu_gb=1,
         )
-    return LocalPipelineExecutor(
+    return _LocalExecutor(
         pipeline=pipeline, tasks=tasks, workers=workers, logging_dir=str(logging_dir)
     )
 
@@ -344,11 +446,13 @@ def curate(
     settings = config.model_dump(mode="json")
     _check_resume(paths, settings, input_dir)
     ran, skipped = [], []
+    _children_die_with_parent()
     started_ray = _start_ray(workers) if executor == "ray" else False
     try:
-        for name, pipeline, tasks in _stages(config, paths):
-            did_run = _run_stage(name, pipeline, tasks, workers, paths.logs, executor)
-            (ran if did_run else skipped).append(name)
+        with _multiprocess_tempdir(paths):
+            for name, pipeline, tasks in _stages(config, paths):
+                did_run = _run_stage(name, pipeline, tasks, workers, paths.logs, executor)
+                (ran if did_run else skipped).append(name)
     finally:
         if started_ray:
             import ray

@@ -254,22 +254,27 @@ def publish(
     revision: Annotated[str | None, typer.Option(help="branch to upload to")] = None,
     shard_size_mb: Annotated[int, typer.Option(help="target parquet shard size")] = 500,
     force: Annotated[bool, typer.Option(help="publish over a different schema")] = False,
+    uncurated: Annotated[
+        bool,
+        typer.Option(help="publish a folder that was not curated (the card says so)"),
+    ] = False,
 ) -> None:
-    """Write a corpus as a Hugging Face dataset folder, and optionally upload it."""
-    import tempfile
-
+    """Write a curated corpus as a Hugging Face dataset folder, and optionally upload it."""
     from publishing.hub import push_to_hub
-    from publishing.layout import publish_folder
+    from publishing.layout import PublishError, publish_folder
 
     if to is None and repo is None:
         raise _fail("give --to DIR, --repo org/name, or both")
-    with tempfile.TemporaryDirectory() as scratch:
-        folder = to or Path(scratch) / "dataset"
-        Console().print(publish_folder(corpus, folder, shard_size_mb=shard_size_mb))
-        if repo is not None:
-            Console().print(
-                push_to_hub(folder, repo, private=private, revision=revision, force=force)
-            )
+    # Without --to the folder is staged inside the corpus, where a killed run's copy is
+    # replaced by the next publish (publish_folder sweeps its leftovers) instead of piling up.
+    folder = to or corpus / ".publish" / "dataset"
+    try:
+        report = publish_folder(corpus, folder, shard_size_mb=shard_size_mb, uncurated=uncurated)
+    except PublishError as error:
+        raise _fail(str(error)) from None
+    Console().print(report)
+    if repo is not None:
+        Console().print(push_to_hub(folder, repo, private=private, revision=revision, force=force))
 
 
 @app.command()

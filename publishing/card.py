@@ -61,7 +61,21 @@ def configs(domains: list[str]) -> list[dict[str, Any]]:
     return entries
 
 
-def front_matter(domains: list[str], licence: str | None, name: str | None) -> dict[str, Any]:
+CURATED_TEXT = (
+    "Curated with worldtrace (datatrove): exact and near-duplicate transitions removed, "
+    "filters for empty, oversized and error-dominated episodes applied, secrets and personal "
+    "data replaced by typed placeholders; the statistics are in `meta/curation_stats.json`."
+)
+UNCURATED_TEXT = (
+    "**Not curated.** These transitions were published as collected, with `--uncurated`: no "
+    "deduplication, no filtering, and no scrubbing of secrets or personal data. Screens and "
+    "actions may hold whatever the environments showed; review them before any use."
+)
+
+
+def front_matter(
+    domains: list[str], licence: str | None, name: str | None, curated: bool = True
+) -> dict[str, Any]:
     """Return the YAML metadata of the card."""
     meta: dict[str, Any] = {}
     if licence:
@@ -69,6 +83,8 @@ def front_matter(domains: list[str], licence: str | None, name: str | None) -> d
     if name:
         meta["pretty_name"] = name
     meta["tags"] = ["world-model", "agents", "transitions", "worldtrace"]
+    if not curated:
+        meta["tags"].append("uncurated")
     meta["configs"] = configs(domains)
     return meta
 
@@ -137,13 +153,15 @@ def render_card(
     summary: dict[str, Any],
     licence: str | None = None,
     name: str | None = None,
+    curated: bool = True,
 ) -> str:
     """Return the full ``README.md`` text for a corpus described by ``summary``.
 
-    ``summary`` is the result of :func:`publishing.inspect.summarize` over the published data.
+    ``summary`` is the result of :func:`publishing.inspect.summarize` over the published data;
+    ``curated`` says whether the rows went through ``worldtrace curate`` (the card says so).
     """
     domains = list(summary["domains"])
-    meta = front_matter(domains, licence, name)
+    meta = front_matter(domains, licence, name, curated)
     title = name or "worldtrace corpus"
     parts = [
         "---",
@@ -161,6 +179,8 @@ def render_card(
         f"- Domains: {', '.join(sorted(domains)) or '-'}",
         f"- Schema version: {SCHEMA_VERSION}",
         f"- Licence: {licence or 'see each row `source.licence`'}",
+        "",
+        CURATED_TEXT if curated else UNCURATED_TEXT,
         "",
         "## Loading",
         "",
@@ -211,7 +231,7 @@ def render_card(
         _table(["field", "type", "description"], [list(row) for row in schema_rows()]),
         "",
         "Episode-level facts are in `meta/episodes.parquet` (an episode's `length` counts "
-        "its steps published here, after curation); `meta/schema.json` holds the "
+        "its steps published here); `meta/schema.json` holds the "
         "schema version and Arrow schema, `meta/manifest.json` the sha256 of every file.",
         "",
         "## Polars recipes",

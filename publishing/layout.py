@@ -286,8 +286,9 @@ def validate_folder(folder: Path, rows_per_domain: dict[str, int], full: bool = 
     features = Features.from_arrow_schema(expected)
     if not isinstance(features["observation"]["screenshot"], Image):
         raise PublishError("screenshots do not decode as images")
-    # A private cache: datasets leaves lock files behind, named after this temporary folder.
-    with tempfile.TemporaryDirectory(dir=folder.parent) as cache:
+    # A private cache (datasets caches local folders by name, and leaves lock files behind),
+    # named after ``folder`` so that a killed run's leftover sweep finds it.
+    with tempfile.TemporaryDirectory(dir=folder.parent, prefix=f"{folder.name}-cache-") as cache:
         for config in [ALL_CONFIG, *rows_per_domain]:
             want = sorted(
                 path.resolve()
@@ -339,6 +340,11 @@ def _decode_first_row(shard: Path, features: Any) -> None:
         raise PublishError(f"{shard}: first row does not decode: {error!r}") from None
 
 
+def is_curated(corpus_dir: Path) -> bool:
+    """Whether ``worldtrace curate`` finished this folder (it writes ``stats.json`` last)."""
+    return (Path(corpus_dir) / "stats.json").is_file()
+
+
 def _swap_in(temp: Path, dest: Path) -> None:
     old = dest.parent / f".{dest.name}{_OLD_MARK}{os.getpid()}"
     if dest.exists():
@@ -361,6 +367,7 @@ def publish_folder(
     licence: str | None = None,
     name: str | None = None,
     full_validation: bool = False,
+    uncurated: bool = False,
 ) -> PublishReport:
     """Write ``corpus_dir`` as a Hub-layout dataset folder at ``dest`` and return a report.
 
@@ -368,10 +375,23 @@ def publish_folder(
     the card's ``license`` field, ``name`` into its title. The folder is validated before it
     replaces ``dest`` (see :func:`validate_folder`); leftovers of a killed earlier run are
     removed first.
+
+    A folder that ``worldtrace curate`` did not finish (no ``stats.json``: a run directory, a
+    half-curated corpus) is refused with a :class:`PublishError`, because nothing in it was
+    deduplicated or scrubbed of secrets; ``uncurated=True`` publishes it anyway and the card
+    says that it was not curated.
     """
     corpus_dir, dest = Path(corpus_dir), Path(dest)
     if shard_size_mb <= 0:
         raise ValueError("shard_size_mb must be positive")
+    curated = is_curated(corpus_dir)
+    if not curated and not uncurated:
+        raise PublishError(
+            f"{corpus_dir} was not curated (no stats.json from `worldtrace curate`): nothing in "
+            "it was deduplicated or scrubbed of secrets. Curate it first (`worldtrace curate "
+            f"{corpus_dir} --out CORPUS`), or pass --uncurated to publish it as it is; the "
+            "dataset card will say it was not curated"
+        )
     if dest.exists() and any(dest.iterdir()) and not (dest / MANIFEST).exists():
         raise PublishError(f"{dest} exists and is not a published corpus: refusing to replace it")
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -388,7 +408,8 @@ def publish_folder(
         stats = corpus_dir / "stats.json"
         if stats.exists():
             shutil.copyfile(stats, temp / "meta" / "curation_stats.json")
-        (temp / "README.md").write_text(render_card(summary, licence=licence, name=name))
+        card = render_card(summary, licence=licence, name=name, curated=curated)
+        (temp / "README.md").write_text(card)
         _write_json(temp / MANIFEST, manifest_of(temp))
         validate_folder(temp, rows, full=full_validation)
         _swap_in(temp, dest)

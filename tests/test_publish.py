@@ -344,6 +344,40 @@ def test_corpus_without_rows_is_refused(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     (corpus / "transitions" / "web").mkdir(parents=True)
     pq.write_table(to_table([], Transition), corpus / "transitions" / "web" / "part.parquet")
+    (corpus / "stats.json").write_text("{}")
     with pytest.raises(PublishError, match="hold no rows"):
         publish_folder(corpus, tmp_path / "dist")
     assert not (tmp_path / "dist").exists()
+
+
+def test_a_folder_that_was_not_curated_is_refused_unless_asked_and_then_labelled(
+    tmp_path: Path,
+) -> None:
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    corpus = make_corpus(tmp_path / "run")
+    (corpus / "stats.json").unlink()  # what a run directory looks like: never curated
+    dest = tmp_path / "dist"
+    with pytest.raises(PublishError, match="not curated"):
+        publish_folder(corpus, dest)
+    assert not dest.exists()
+    refused = CliRunner().invoke(app, ["publish", str(corpus), "--to", str(dest)])
+    assert refused.exit_code == 2
+    assert "--uncurated" in refused.output
+
+    allowed = CliRunner().invoke(app, ["publish", str(corpus), "--to", str(dest), "--uncurated"])
+    assert allowed.exit_code == 0, allowed.output
+    card = (dest / "README.md").read_text()
+    assert "**Not curated.**" in card
+    assert "Curated with worldtrace" not in card
+    assert "uncurated" in read_front_matter(card)["tags"]
+    assert not (dest / "meta" / "curation_stats.json").exists()
+
+
+def test_a_curated_corpus_card_says_it_was_curated(published: Path) -> None:
+    card = (published / "README.md").read_text()
+    assert "Curated with worldtrace" in card
+    assert "Not curated" not in card
+    assert "uncurated" not in read_front_matter(card)["tags"]
