@@ -33,7 +33,7 @@ KEY_PACKAGES = (
 )
 # Versions of these are pinned because other versions are known to break (see pyproject.toml).
 PINNED_PACKAGES = ("prefect", "fastapi", "multiprocess")
-DEBIAN_PACKAGES = ("docker.io", "debootstrap", "tmux", "chromium")
+DEBIAN_PACKAGES = ("docker.io", "debootstrap", "tmux", "chromium", "e2fsprogs")
 # The project's own top-level packages; the distribution is called "worldtrace".
 PROJECT_PACKAGES = ("schemas", "sandboxes", "collectors", "normalizers", "flows")
 MIN_PYTHON = (3, 11)
@@ -231,6 +231,28 @@ def _disk() -> list[Check]:
     return [Check("disk space", ok, detail, fix)]
 
 
+def _sandbox_disks() -> list[Check]:
+    """A sandbox's disk cap needs root, loop devices and mkfs.ext4: make and drop one."""
+    import time
+    import uuid
+
+    from sandboxes.disk import DiskError, SandboxDisk, disk_root
+
+    fix = (
+        "run as root on a machine with loop devices and e2fsprogs (`make setup`), or give "
+        "sandboxes `limits: {disk_mb: null}` to run them without a disk cap"
+    )
+    started = time.monotonic()
+    try:
+        SandboxDisk(f"doctor-{uuid.uuid4().hex[:8]}", 16).create().release()
+    except (DiskError, OSError) as error:
+        return [Check("sandbox disks", False, str(error), fix)]
+    took = (time.monotonic() - started) * 1000
+    return [
+        Check("sandbox disks", True, f"capped disks work in {disk_root()} ({took:.0f} ms)", None)
+    ]
+
+
 def _browser() -> list[Check]:
     from collectors.web.browser import chromium_path, chromium_version
 
@@ -253,6 +275,7 @@ def run_checks() -> list[Check]:
         ("debian packages", "make setup", _debian_packages),
         ("web browser", "make setup", _browser),
         ("docker", "make setup", _docker_checks),
+        ("sandbox disks", None, _sandbox_disks),
         ("disk space", None, _disk),
     ]
     checks: list[Check] = []

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 
 # chromium: the web collector drives Debian's browser through Playwright (never `playwright
 # install`, which downloads from a vendor and fails here).
-DEBIAN_PACKAGES=(docker.io debootstrap tmux chromium python3-venv)
+DEBIAN_PACKAGES=(docker.io debootstrap tmux chromium python3-venv e2fsprogs)
 VENV=.venv
 STAMP="$VENV/.worldtrace-installed"
 DOCKERD_LOG=/var/log/worldtrace-dockerd.log

@@ -28,6 +28,7 @@ def test_run_checks_covers_every_item() -> None:
         "base image",
         *(f"image {name}" for name in images.list_definitions()),
         "leaked sandboxes",
+        "sandbox disks",
         "disk space",
     ]
     assert set(expected) <= set(checks), set(expected) - set(checks)
@@ -39,6 +40,7 @@ def test_run_checks_covers_every_item() -> None:
     assert checks["docker engine"].ok
     assert checks["base image"].ok
     assert checks["web browser"].ok and checks["web browser"].detail.startswith("Chromium")
+    assert checks["sandbox disks"].ok, checks["sandbox disks"]
 
 
 @pytest.mark.docker
