@@ -1,12 +1,18 @@
 """Export transitions to the AgentWorldBench JSONL layout, one row per turn.
 
-Each domain becomes ``<out_dir>/<domain>_train.jsonl``. A row is a training example for the
-turn it is named after (``id`` is that transition's id): ``prompt`` lists the action prompts of
-the episode's turns up to and including this one, ``response`` the observations those actions
-led to, and the last response is the target. The AgentWorldBench evaluator builds the chat
-from ``system_str``, then ``prompt[i]``/``response[i]`` for ``i < turn_idx - 1``, then
-``current_prompt``; here ``turn_idx == total_turns`` always, so the target is
-``response[turn_idx - 1]``.
+Each domain becomes ``<out_dir>/<domain>_train.jsonl``, field for field and type for type as
+AgentWorldBench's own ``<domain>_test.jsonl``: ``id`` is an integer (the row's position in the
+file), ``task`` is the domain key (``terminal``, ``web`` …) by which the reference evaluator
+picks its judge prompt and output parser, ``prompt`` and ``response`` are lists of strings,
+``turn_idx`` and ``total_turns`` integers. Two keys of ours are added: ``transition_id`` (the
+row's transition) and ``instruction`` (the task the policy pursued, or null).
+
+A row is a training example for the turn of its transition: ``prompt`` lists the action
+prompts of the episode's turns up to and including this one, ``response`` the observations
+those actions led to, and the last response is the target. The AgentWorldBench evaluator
+builds the chat from ``system_str``, then ``prompt[i]``/``response[i]`` for
+``i < turn_idx - 1``, then ``current_prompt``; here ``turn_idx == total_turns`` always, so
+the target is ``response[turn_idx - 1]``.
 
 With ``history`` the lists keep only the last ``history`` turns before this one; the turns keep
 their episode numbering (``### Turn k``), and the first turn shown carries the task and the
@@ -43,14 +49,17 @@ def agentworld_rows(
 ) -> Iterator[dict[str, Any]]:
     """Yield the AgentWorldBench rows of ``episodes``, one per transition."""
     system_str = system_prompt(domain)
+    row_id = 0
     for episode in episodes:
         responses = [render_response(s.next_observation, s.action_error) for s in episode]
         for index, step in enumerate(episode):
             start = window_start(index, history)
             prompts = [_turn_prompt(episode, i, start) for i in range(start, index + 1)]
             yield {
-                "id": step.id,
-                "task": step.task,
+                "id": row_id,
+                "task": domain,
+                "transition_id": step.id,
+                "instruction": step.task,
                 "prompt": prompts,
                 "response": responses[start : index + 1],
                 "current_prompt": prompts[-1],
@@ -58,6 +67,7 @@ def agentworld_rows(
                 "turn_idx": len(prompts),
                 "total_turns": len(prompts),
             }
+            row_id += 1
 
 
 def export_agentworld(source: Path, out_dir: Path, history: int | None = None) -> dict[str, int]:

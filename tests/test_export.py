@@ -86,6 +86,12 @@ def _evaluator_messages(row: dict[str, Any]) -> list[dict[str, str]]:
     return messages
 
 
+def _evaluator_subtask(row: dict[str, Any]) -> str:
+    """The domain key the reference evaluator reads to pick its judge prompt and parser."""
+    task = row.get("task", "mcp")
+    return task.split("/")[-1] if "/" in task else task
+
+
 def _previous(t: Transition, n: int) -> list[Transition]:
     """The transitions of t's episode from n steps back up to and including t."""
     return [BY_ID[f"{t.episode_id}:{s:05d}"] for s in range(max(0, t.step - n), t.step + 1)]
@@ -97,10 +103,14 @@ def test_agentworld_rows_rebuild_the_recorded_transitions(hub: Path, tmp_path: P
     assert counts == {"terminal": len(ALL)}
     rows = _read_jsonl(out / "terminal_train.jsonl")
     assert len(rows) == len(ALL)
-    assert sorted(r["id"] for r in rows) == sorted(BY_ID)
+    assert sorted(r["transition_id"] for r in rows) == sorted(BY_ID)
+    # AgentWorldBench's own field types: an integer id, the domain key as the task.
+    assert [r["id"] for r in rows] == list(range(len(rows)))
     for row in rows:
-        t = BY_ID[row["id"]]
-        assert row["task"] == t.task
+        t = BY_ID[row["transition_id"]]
+        assert row["task"] == "terminal" == _evaluator_subtask(row)
+        assert row["instruction"] == t.task
+        assert isinstance(row["turn_idx"], int) and isinstance(row["total_turns"], int)
         assert row["system_str"] == system_prompt("terminal")
         assert row["turn_idx"] == row["total_turns"] == t.step + 1
         assert len(row["prompt"]) == len(row["response"]) == row["total_turns"]
@@ -139,7 +149,7 @@ def test_agentworld_rows_rebuild_the_recorded_transitions(hub: Path, tmp_path: P
 def test_agentworld_history_window(hub: Path, tmp_path: Path) -> None:
     out = tmp_path / "aw1"
     export_agentworld(hub, out, history=1)
-    rows = {r["id"]: r for r in _read_jsonl(out / "terminal_train.jsonl")}
+    rows = {r["transition_id"]: r for r in _read_jsonl(out / "terminal_train.jsonl")}
     assert len(rows) == len(ALL)
     for row_id, row in rows.items():
         t = BY_ID[row_id]
@@ -159,7 +169,7 @@ def test_agentworld_history_window(hub: Path, tmp_path: Path) -> None:
         assert row["current_prompt"] == row["prompt"][-1]
 
     # The window bounds the prompt: the last turn of ep-a has 2 turns instead of 4.
-    full = {r["id"]: r for r in _read_jsonl(_export(hub, tmp_path / "awfull"))}
+    full = {r["transition_id"]: r for r in _read_jsonl(_export(hub, tmp_path / "awfull"))}
     last = "ep-a:00003"
     assert full[last]["total_turns"] == 4
     assert rows[last]["total_turns"] == 2
@@ -169,7 +179,7 @@ def test_agentworld_history_window(hub: Path, tmp_path: Path) -> None:
     # history=0: a single-step example holding the task, the state and the action.
     export_agentworld(hub, tmp_path / "aw0", history=0)
     for row in _read_jsonl(tmp_path / "aw0" / "terminal_train.jsonl"):
-        t = BY_ID[row["id"]]
+        t = BY_ID[row["transition_id"]]
         assert row["total_turns"] == 1
         assert t.observation.text in row["current_prompt"]
         assert parse_response(row["response"][0])[0] == t.next_observation.text
@@ -220,7 +230,7 @@ def test_transitions_layout_and_multiple_shards(tmp_path: Path) -> None:
         counts = exporter(run, tmp_path / name, None)
         assert counts == {"terminal": len(ALL)}
     rows = _read_jsonl(tmp_path / "agentworld" / "terminal_train.jsonl")
-    row = next(r for r in rows if r["id"] == "ep-a:00003")
+    row = next(r for r in rows if r["transition_id"] == "ep-a:00003")
     assert [parse_response(r)[0] for r in row["response"]] == [
         t.next_observation.text for t in EPISODES["ep-a"]
     ]
@@ -232,7 +242,7 @@ def test_chain_break_restates_the_state(tmp_path: Path) -> None:
     records = [EPISODES["ep-a"][i] for i in (0, 2, 3)]
     _write(tmp_path, "data", "x.parquet", records)
     export_agentworld(tmp_path, tmp_path / "out")
-    rows = {r["id"]: r for r in _read_jsonl(tmp_path / "out" / "terminal_train.jsonl")}
+    rows = {r["transition_id"]: r for r in _read_jsonl(tmp_path / "out" / "terminal_train.jsonl")}
     prompts = rows["ep-a:00003"]["prompt"]
     assert f"**Current Observation:**\n{_screen('ep-a', 2)}" in prompts[1]
     assert "Observation:**" not in prompts[2]
@@ -275,3 +285,17 @@ def test_cli(hub: Path, tmp_path: Path) -> None:
     assert len((out / "terminal.jsonl").read_text().splitlines()) == len(ALL)
     unknown = CliRunner().invoke(app, ["export", str(hub), "--format", "csv", "--out", str(out)])
     assert unknown.exit_code == 2 and "unknown format 'csv'" in unknown.output
+
+
+def test_agentworld_rows_of_an_episode_without_a_task_still_name_their_domain(
+    tmp_path: Path,
+) -> None:
+    exploring = [t.model_copy(update={"task": None}) for t in EPISODES["ep-b"]]
+    _write(tmp_path, "data", "x.parquet", exploring)
+    export_agentworld(tmp_path, tmp_path / "out")
+    rows = _read_jsonl(tmp_path / "out" / "terminal_train.jsonl")
+    assert len(rows) == len(exploring)
+    for row in rows:
+        assert row["instruction"] is None
+        assert _evaluator_subtask(row) == "terminal"
+        assert "**Task:**" not in row["prompt"][0]
