@@ -64,6 +64,12 @@ class ScrubSettings(_Strict):
     enabled: bool = True
     emails: bool = True
     ips: bool = True
+    terminal_columns: int = Field(
+        default=160,
+        ge=1,
+        description="pane width of terminal rows whose meta has no 'columns' (wrapped lines "
+        "are joined before secrets are searched)",
+    )
 
 
 class DecontamSettings(_Strict):

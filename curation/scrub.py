@@ -1,262 +1,259 @@
 """Replacement of secrets and personal data by typed placeholders in every text field.
 
 Fields scrubbed: ``task``, the observation and next observation ``text`` and ``meta``, the
-action ``text`` and ``arguments`` (JSON columns are scrubbed string by string). Each
-replacement is counted per kind (``scrubbed:<kind>``) in the stats.
+action ``text`` and ``arguments`` (JSON columns string by string, keys included). Each
+replacement is counted per kind (``scrubbed:<kind>``) in the stats. What is a secret is
+decided by :class:`curation.secrets.SecretFinder`; this module decides where to look and
+what to replace.
+
+* **Logical text, not screen lines.** A terminal observation (format ``terminal-screen``) is
+  its ``meta["new_scrollback"]`` (the lines that scrolled off during the step, which come
+  before the screen's first line) followed by its screen, with every line exactly as wide as
+  the pane (``meta["columns"]``, else :attr:`ScrubSettings.terminal_columns`) joined to the
+  next: tmux wraps long lines there, and trailing blanks are trimmed, so only a wrapped line
+  is that long. Secrets are found in that text; a replacement that crosses from the
+  scrollback into the screen is made in both, and the joined lines of a replaced secret
+  become one.
+* **Every place a secret appears.** A secret value found anywhere in a row (typed in the
+  action, echoed on the screen, printed by ``cat .env``) is replaced in all its fields, and
+  remembered for the episode's later rows, where it is replaced too, also as the part that
+  is left of it when its start or end has scrolled away (a suffix at the start of a
+  screen, a prefix at the end of a full-width last line, whole lines of a multi-line key).
+  Rows of one episode arrive in step order within a file, as curation reads them.
+* **Typed secrets.** Text typed at a password prompt (the screen's last line asks for a
+  password or passphrase) and a web ``fill`` of a field named like a password are secrets
+  without any pattern.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import re
-from collections import Counter
-from collections.abc import Callable, Iterator
-from functools import partial
+from bisect import bisect_left, bisect_right
+from collections import Counter, OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from datatrove.data import DocumentsPipeline
 
+from collectors.terminal.actions import is_key_name
 from curation.config import ScrubSettings
 from curation.documents import render_transition
+from curation.secrets import PII_KINDS, Finding, SecretFinder, merge, placeholder
 from curation.tally import TallyStep
 
-Replacement = str | Callable[[re.Match[str]], str]
+TERMINAL_FORMAT = "terminal-screen"
+MIN_REMEMBERED = 6
+"""Shorter secret values are replaced where they are found, but not searched for elsewhere."""
+MIN_FRAGMENT = 8
+"""The shortest part of a remembered secret replaced at the edge of a screen."""
+SHORT_VALUE = 12
+"""Remembered values shorter than this are only replaced as whole words."""
 
-SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str], Replacement], ...] = (
-    (
-        "private_key",
-        re.compile(
-            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----.*?-----END [A-Z0-9 ]*PRIVATE KEY"
-            r"( BLOCK)?-----",
-            re.S,
-        ),
-        "<SECRET:private_key>",
-    ),
-    (
-        "url_password",
-        re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:)([^\s@/]+)@"),
-        lambda m: f"{m.group(1)}<PASSWORD>@",
-    ),
-    (
-        "password",
-        re.compile(r"(?i)\b((?:password|passwd|pwd)\s*[=:]\s*)(?!<PASSWORD>)([^\s\"',;]+)"),
-        lambda m: f"{m.group(1)}<PASSWORD>",
-    ),
-    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "<SECRET:aws_access_key>"),
-    (
-        "github_token",
-        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})\b"),
-        "<SECRET:github_token>",
-    ),
-    ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), "<SECRET:anthropic_key>"),
-    ("openai_key", re.compile(r"\bsk-(?:proj-)?[A-Za-z0-9_-]{20,}"), "<SECRET:openai_key>"),
-    ("slack_token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}"), "<SECRET:slack_token>"),
-    ("hf_token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), "<SECRET:hf_token>"),
-    (
-        "google_api_key",
-        re.compile(r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"),
-        "<SECRET:google_api_key>",
-    ),
+_PASSWORD_PROMPT = re.compile(
+    r"(?i)(?:password|passphrase|pass phrase|passcode|\bpin\b|secret|token)[^\n]{0,60}:[ \t]*$"
 )
-EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
-IPV4 = re.compile(
-    r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\w.])"
-)
-IPV6 = re.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])")
-KEPT_IPS = {"127.0.0.1", "0.0.0.0", "::1", "::"}
-
-# A pattern can only match where one of its literal markers occurs. Looking for the markers
-# first skips most of the regex work on ordinary screens (the full patterns were about 60% of
-# curation time in benchmarks/curate.py).
-MARKERS: dict[str, tuple[str, ...]] = {
-    "private_key": ("PRIVATE KEY",),
-    "url_password": ("://",),
-    "aws_access_key": ("AKIA", "ASIA"),
-    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-    "anthropic_key": ("sk-ant-",),
-    "openai_key": ("sk-",),
-    "slack_token": ("xox",),
-    "hf_token": ("hf_",),
-    "google_api_key": ("AIza",),
-}
-LOWERCASE_MARKERS: dict[str, tuple[str, ...]] = {"password": ("pass", "pwd")}
-
-# Hints: patterns that match inside every match of the e-mail and IP patterns, on its line.
-# Each starts with a literal character, which the regex engine finds with a fast scan, whereas
-# the full patterns start with a look-behind or `\b` and are tried at every position (the IP
-# patterns alone were about 0.5 ms per row). Screens are full of `user@host:` prompts and
-# `12:34:56` clocks, so the hints also ask for what those lack: a dot in the domain, and for
-# IPv6 either `::` or the run of full groups that `ipaddress` requires without it (the IPv6
-# pattern itself also finds clocks, which the address check then rejects).
-EMAIL_HINT = re.compile(r"@[A-Za-z0-9-]+\.")
-IPV4_HINT = re.compile(r"\.\d{1,3}\.\d")
-IPV6_HINT = re.compile(r"::|:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:")
-
-# Secret kinds whose matches can span lines (`re.S`, or `\s*` around the `=`): searched in
-# the whole text. Every other kind is searched only on the lines holding one of its markers.
-MULTILINE_KINDS = frozenset({"private_key", "password"})
-
-# (kind, pattern, replacement, markers, lower-case markers?, marker pattern for line-local kinds)
-_SECRET_CHECKS: tuple[
-    tuple[str, re.Pattern[str], Replacement, tuple[str, ...], bool, re.Pattern[str] | None], ...
-] = tuple(
-    (
-        kind,
-        pattern,
-        repl,
-        LOWERCASE_MARKERS.get(kind) or MARKERS[kind],
-        kind in LOWERCASE_MARKERS,
-        None
-        if kind in MULTILINE_KINDS
-        else re.compile("|".join(re.escape(marker) for marker in MARKERS[kind])),
-    )
-    for kind, pattern, repl in SECRET_PATTERNS
-)
-_ANY_MARKER: tuple[str, ...] = tuple(m for markers in MARKERS.values() for m in markers)
-_ANY_LOWERCASE_MARKER: tuple[str, ...] = tuple(
-    m for markers in LOWERCASE_MARKERS.values() for m in markers
-)
+_WEB_FILL = re.compile(r"""^fill\(\s*['"]([^'"]+)['"]\s*,\s*(['"])((?:(?!\2)[^\\]|\\.)*)\2""")
+_SECRET_FIELD = re.compile(r"(?i)password|passphrase|passcode|secret|token|api[ _-]?key|\bpin\b")
 
 
-def may_need_scrubbing(text: str) -> bool:
-    """Return False only when no pattern can match anywhere in ``text`` (a cheap pre-check).
+class LogicalText:
+    """A text with its wrapped lines joined, and the way back to the text's own offsets.
 
-    Every pattern's match contains one of its markers or hints, so a text with none of them
-    is left unchanged by :meth:`Scrubber.text`; so is any substring of it.
+    With ``width``, a line exactly ``width`` characters long (not the last) is joined to the
+    next one; ``logical`` is the joined text. Without it the text is its own logical text.
     """
-    for marker in _ANY_MARKER:
-        if marker in text:
-            return True
-    if EMAIL_HINT.search(text) or IPV4_HINT.search(text) or IPV6_HINT.search(text):
-        return True
-    lowered = text.lower()
-    return any(marker in lowered for marker in _ANY_LOWERCASE_MARKER)
+
+    __slots__ = ("full_last_line", "logical", "physical", "soft", "wrapped")
+
+    def __init__(self, physical: str, width: int | None = None) -> None:
+        self.physical = physical
+        self.wrapped = width is not None  # a screen: parts of a secret may be at its edges
+        self.soft: list[int] = []  # logical offsets where a wrapping newline was removed
+        self.full_last_line = False
+        if width is None or len(physical) < width:
+            self.logical = physical
+            return
+        lines = physical.split("\n")
+        lengths = list(map(len, lines))
+        self.full_last_line = lengths[-1] == width
+        if width not in lengths[:-1]:
+            self.logical = physical
+            return
+        parts: list[str] = []
+        length = 0
+        for index, line in enumerate(lines):
+            parts.append(line)
+            length += len(line)
+            if index == len(lines) - 1:
+                break
+            if len(line) == width:
+                self.soft.append(length)
+            else:
+                parts.append("\n")
+                length += 1
+        self.logical = "".join(parts)
+
+    def physical_span(self, start: int, end: int) -> tuple[int, int]:
+        """Map a logical span to the physical text (the wrapping newlines inside it included)."""
+        if not self.soft:
+            return start, end
+        return start + bisect_right(self.soft, start), end + bisect_left(self.soft, end)
 
 
-def _sub_hinted_lines(text: str, hint: re.Pattern[str], sub: Callable[[str], str]) -> str:
-    """Return ``text`` with ``sub`` applied to each line where ``hint`` matches.
-
-    Equivalent to ``sub(text)`` for a pattern whose matches never span a newline, treat a
-    newline like the start or end of the text in their look-arounds and always contain a
-    ``hint`` match; only the hinted lines are searched.
-    """
-    match = hint.search(text)
-    if match is None:
-        return text
+def replace_spans(text: str, spans: list[Finding]) -> str:
+    """Return ``text`` with each (sorted, disjoint) span replaced by its kind's placeholder."""
     parts: list[str] = []
     done = 0
-    while match is not None:
-        start = text.rfind("\n", 0, match.start()) + 1
-        end = text.find("\n", match.end())
-        if end < 0:
-            end = len(text)
-        parts += (text[done:start], sub(text[start:end]))
+    for kind, start, end in spans:
+        parts += (text[done:start], placeholder(kind))
         done = end
-        match = hint.search(text, end)
     parts.append(text[done:])
     return "".join(parts)
 
 
-class Scrubber:
-    """Scrubs strings and counts what it replaced, per kind.
+class KnownSecrets:
+    """Secret values with their kinds, and how to find each again in other text."""
 
-    With ``remember`` > 0 the results for up to that many distinct recent texts are kept with
-    the counts they produced, and a repeated text is answered from them (counted again).
+    def __init__(self) -> None:
+        self.kinds: dict[str, str] = {}
+        self._word_patterns: dict[str, re.Pattern[str]] = {}
+
+    def add(self, value: str, kind: str) -> None:
+        """Remember ``value`` (the first kind given for it is kept)."""
+        self.kinds.setdefault(value, kind)
+
+    def spans(self, text: LogicalText) -> list[Finding]:
+        """Return where the known values, or parts of them left at the text's edges, are."""
+        found: list[Finding] = []
+        logical = text.logical
+        for value, kind in self.kinds.items():
+            if len(value) < SHORT_VALUE:
+                if value in logical:
+                    pattern = self._word_patterns.get(value)
+                    if pattern is None:
+                        pattern = re.compile(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])")
+                        self._word_patterns[value] = pattern
+                    found += [Finding(kind, *m.span()) for m in pattern.finditer(logical)]
+                continue
+            found += [Finding(kind, start, end) for start, end in _occurrences(logical, value)]
+            if "\n" in value:
+                for line in value.split("\n"):
+                    if len(line.strip()) >= 16:
+                        found += [Finding(kind, *s) for s in _occurrences(logical, line.strip())]
+            if text.wrapped:
+                found += _edge_fragments(text, value, kind)
+        return found
+
+
+def _occurrences(text: str, value: str) -> Iterator[tuple[int, int]]:
+    position = text.find(value)
+    while position >= 0:
+        yield position, position + len(value)
+        position = text.find(value, position + len(value))
+
+
+def _edge_fragments(text: LogicalText, value: str, kind: str) -> list[Finding]:
+    """The longest suffix of ``value`` starting ``text`` and prefix of it ending ``text``.
+
+    A suffix is what is left when the start of a wrapped secret scrolled away; a prefix is
+    what a full-width last line (or a line of a multi-line secret) holds before the rest.
+    """
+    found: list[Finding] = []
+    logical = text.logical
+    if len(logical) >= MIN_FRAGMENT and not logical.startswith(value):
+        head = logical[:MIN_FRAGMENT]
+        at = value.find(head, 1)
+        while at > 0:
+            suffix = value[at:]
+            if logical.startswith(suffix):
+                found.append(Finding(kind, 0, len(suffix)))
+                break
+            at = value.find(head, at + 1)
+    if len(logical) >= MIN_FRAGMENT and not logical.endswith(value):
+        tail = logical[-MIN_FRAGMENT:]
+        at = value.rfind(tail, 0, len(value) - 1)
+        while at >= 0:
+            prefix_end = at + MIN_FRAGMENT
+            if logical.endswith(value[:prefix_end]) and (
+                text.full_last_line or value[prefix_end] == "\n"
+            ):
+                found.append(Finding(kind, len(logical) - prefix_end, len(logical)))
+                break
+            at = value.rfind(tail, 0, at)
+    return found
+
+
+def _json_strings(value: Any) -> Iterator[str]:
+    """Yield every string inside a JSON value (dict keys included)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _json_strings(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _json_strings(item)
+
+
+def _json_replace(value: Any, scrubbed: dict[str, str]) -> Any:
+    """Return ``value`` with every string replaced by its scrubbed form."""
+    if isinstance(value, str):
+        return scrubbed.get(value, value)
+    if isinstance(value, list):
+        return [_json_replace(item, scrubbed) for item in value]
+    if isinstance(value, dict):
+        return {scrubbed.get(str(k), str(k)): _json_replace(v, scrubbed) for k, v in value.items()}
+    return value
+
+
+class Scrubber:
+    """Scrubs rows (or single strings) and counts what it replaced, per kind.
+
+    With ``remember`` > 0 the findings of up to that many distinct recent texts are kept and
+    a repeated text is not searched again (consecutive steps repeat screens and metadata).
     """
 
     def __init__(self, settings: ScrubSettings, remember: int = 0) -> None:
         self.settings = settings
+        self.finder = SecretFinder(emails=settings.emails, ips=settings.ips)
         self.counts: Counter[str] = Counter()
         self.remember = remember
-        self._memo: dict[str, tuple[str, Counter[str]]] = {}
+        self._memo: dict[str, list[Finding]] = {}
 
-    def _sub(self, kind: str, pattern: re.Pattern[str], repl: Replacement, text: str) -> str:
-        text, n = pattern.subn(repl, text)
-        if n:
-            self.counts[kind] += n
-        return text
-
-    def _ip(self, kind: str, match: re.Match[str]) -> str:
-        value = match.group(0)
-        if value in KEPT_IPS:
-            return value
-        if kind == "ipv6":
-            try:
-                ipaddress.IPv6Address(value)
-            except ValueError:
-                return value
-        self.counts[kind] += 1
-        return "<IP>"
-
-    def text(self, text: str) -> str:
-        """Return ``text`` with every secret and personal datum replaced."""
+    def find(self, text: str) -> list[Finding]:
+        """Return the findings in a logical text (remembered for repeated texts)."""
         if not self.remember:
-            return self._scrub(text)
-        known = self._memo.get(text)
-        if known is None:
-            outer, self.counts = self.counts, Counter()
-            try:
-                known = (self._scrub(text), self.counts)
-            finally:
-                self.counts = outer
+            return self.finder.find(text)
+        found = self._memo.get(text)
+        if found is None:
+            found = self.finder.find(text)
             if len(self._memo) >= self.remember:
                 self._memo.clear()  # a stream's repeats are close together: start afresh
-            self._memo[text] = known
-        scrubbed, counts = known
-        if counts:
-            self.counts.update(counts)
-        return scrubbed
+            self._memo[text] = found
+        return found
 
-    def _scrub(self, text: str) -> str:
-        lowered: str | None = None
-        for kind, pattern, repl, markers, lowercase, marker_pattern in _SECRET_CHECKS:
-            if marker_pattern is not None:
-                text = _sub_hinted_lines(
-                    text, marker_pattern, partial(self._sub, kind, pattern, repl)
-                )
-                continue
-            if lowercase:
-                # lower-cased once, when the first case-insensitive kind is checked
-                lowered = text.lower() if lowered is None else lowered
-                haystack = lowered
-            else:
-                haystack = text
-            if any(marker in haystack for marker in markers):
-                text = self._sub(kind, pattern, repl, text)
-        if self.settings.emails:
-            text = _sub_hinted_lines(
-                text, EMAIL_HINT, partial(self._sub, "email", EMAIL, "<EMAIL>")
-            )
-        if self.settings.ips:
-            text = _sub_hinted_lines(text, IPV4_HINT, self._ipv4)
-            text = _sub_hinted_lines(text, IPV6_HINT, self._ipv6)
-        return text
-
-    def _ipv4(self, line: str) -> str:
-        return IPV4.sub(lambda m: self._ip("ipv4", m), line)
-
-    def _ipv6(self, line: str) -> str:
-        return IPV6.sub(lambda m: self._ip("ipv6", m), line)
+    def text(self, text: str, known: KnownSecrets | None = None) -> str:
+        """Return one string with every secret and personal datum replaced."""
+        logical = LogicalText(text)
+        spans = list(self.find(logical.logical))
+        if known is not None and known.kinds:
+            spans = merge(spans + known.spans(logical))
+        if not spans:
+            return text
+        self.counts.update(f.kind for f in spans)
+        return replace_spans(text, spans)
 
     def value(self, value: Any) -> Any:
         """Scrub every string inside a JSON value (dict keys included)."""
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, list):
-            return [self.value(item) for item in value]
-        if isinstance(value, dict):
-            return {self.text(str(k)): self.value(v) for k, v in value.items()}
-        return value
+        scrubbed = {s: self.text(s) for s in set(_json_strings(value))}
+        return _json_replace(value, scrubbed)
 
     def json_column(self, raw: str | None) -> str | None:
         """Scrub a JSON string column, re-encoding it only when something changed."""
         if not raw:
-            return raw
-        # Without escapes every decoded string is a substring of the raw JSON, so a raw
-        # string with no marker or hint has nothing to scrub and need not be decoded.
-        if "\\" not in raw and not may_need_scrubbing(raw):
             return raw
         try:
             parsed = json.loads(raw)
@@ -267,23 +264,248 @@ class Scrubber:
             return raw
         return json.dumps(scrubbed, sort_keys=True, ensure_ascii=False)
 
-    def row(self, row: dict[str, Any]) -> None:
-        """Scrub the text fields of a transition row in place."""
+    def row(self, row: dict[str, Any], known: KnownSecrets | None = None) -> None:
+        """Scrub the text fields of a transition row in place.
+
+        ``known`` holds the secret values of the episode's earlier rows; this row's are added
+        to it.
+        """
+        _RowScrub(self, row, known if known is not None else KnownSecrets()).run()
+
+
+class _Text:
+    """One logical text of a row and its findings.
+
+    A terminal observation is its scrollback and screen as one text; ``separator`` is the
+    offset of the newline between them in ``view.physical`` (-1 when there is no scrollback).
+    """
+
+    __slots__ = ("findings", "separator", "view")
+
+    def __init__(self, view: LogicalText, findings: list[Finding], separator: int = -1) -> None:
+        self.view = view
+        self.findings = findings
+        self.separator = separator
+
+
+class _RowScrub:
+    """Scrubbing one row: find in every text, then replace everything found everywhere."""
+
+    def __init__(self, scrubber: Scrubber, row: dict[str, Any], known: KnownSecrets) -> None:
+        self.scrubber = scrubber
+        self.row = row
+        self.known = known
+        self.secrets = KnownSecrets()  # every secret value of this row and the episode's
+        self.texts: dict[str, _Text] = {}  # the row's plain strings, by value
+        self.screens: dict[str, _Text] = {}  # terminal observations, by field name
+        self.parsed: dict[tuple[str, str], Any] = {}  # JSON columns as scrubbed string by string
+        self.decoded: dict[tuple[str, str], Any] = {}  # JSON columns as stored, decoded
+        self.column_strings: dict[tuple[str, str], set[str]] = {}  # the strings of each
+
+    def run(self) -> None:
+        """Find, gather the secret values, replace, write back."""
+        row = self.row
+        for part in ("observation", "next_observation"):
+            self._add_observation(part)
+        self._add_plain(row.get("task") or "")
+        self._add_plain((row.get("action") or {}).get("text") or "")
+        for part, column in (
+            ("observation", "meta"),
+            ("next_observation", "meta"),
+            ("action", "arguments"),
+        ):
+            self._add_json(part, column)
+
+        for text in [*self.screens.values(), *self.texts.values()]:
+            for kind, start, end in text.findings:
+                value = text.view.logical[start:end]
+                if kind not in PII_KINDS and len(value) >= MIN_REMEMBERED:
+                    self.secrets.add(value, kind)
+        for value in self._typed_secrets():
+            self.secrets.add(value, "password")
+        for value, kind in self.known.kinds.items():
+            self.secrets.add(value, kind)
+        for value, kind in self.secrets.kinds.items():
+            if len(value) >= MIN_REMEMBERED:
+                self.known.add(value, kind)
+        if not self.secrets.kinds and not any(
+            text.findings for text in [*self.screens.values(), *self.texts.values()]
+        ):
+            return  # nothing found, nothing known: the row stays as it is
+        self._write({value: self._scrub(text) for value, text in self.texts.items()})
+
+    # ----------------------------------------------------------------- gathering
+
+    def _add_plain(self, text: str) -> None:
+        if text and text not in self.texts:
+            view = LogicalText(text)
+            self.texts[text] = _Text(view, self.scrubber.find(view.logical))
+
+    def _add_json(self, part: str, column: str) -> None:
+        raw = (self.row.get(part) or {}).get(column)
+        if not raw:
+            return
+        parsed = self.decoded.get((part, column))
+        if parsed is None:
+            try:
+                parsed = json.loads(raw)
+            except json.JSONDecodeError:
+                parsed = raw  # not JSON: scrubbed as one string
+            self.decoded[(part, column)] = parsed
+        if part in self.screens and isinstance(parsed, dict):
+            # the scrollback is scrubbed with the screen
+            parsed = {k: v for k, v in parsed.items() if k != "new_scrollback"}
+        self.parsed[(part, column)] = parsed
+        strings = set(_json_strings(parsed))
+        self.column_strings[(part, column)] = strings
+        for text in strings:
+            self._add_plain(text)
+
+    def _add_observation(self, part: str) -> None:
+        observation = self.row.get(part) or {}
+        if observation.get("format") != TERMINAL_FORMAT:
+            self._add_plain(observation.get("text") or "")
+            return
+        try:
+            meta = json.loads(observation.get("meta") or "{}")
+        except json.JSONDecodeError:
+            meta = None
+        if observation.get("meta"):
+            self.decoded[(part, "meta")] = meta if meta is not None else observation["meta"]
+        meta = meta if isinstance(meta, dict) else {}
+        scrollback = meta.get("new_scrollback")
+        scrollback = scrollback if isinstance(scrollback, str) else ""
+        columns = meta.get("columns")
+        width = columns if isinstance(columns, int) and columns > 0 else None
+        width = width or self.scrubber.settings.terminal_columns
+        screen = observation.get("text") or ""
+        view = LogicalText(f"{scrollback}\n{screen}" if scrollback else screen, width)
+        separator = len(scrollback) if scrollback else -1
+        self.screens[part] = _Text(view, self.scrubber.find(view.logical), separator)
+
+    def _typed_secrets(self) -> list[str]:
+        """Text typed at a password prompt, or filled into a password field of a web page."""
+        action = self.row.get("action") or {}
+        observation = self.row.get("observation") or {}
+        screen = (observation.get("text") or "").rstrip()
+        typed: list[str] = []
+        if (
+            observation.get("format") == TERMINAL_FORMAT
+            and action.get("name") == "keys"
+            and _PASSWORD_PROMPT.search(screen[screen.rfind("\n") + 1 :])
+        ):
+            arguments = self.parsed.get(("action", "arguments"))
+            items = arguments.get("keys") if isinstance(arguments, dict) else None
+            for item in items if isinstance(items, list) else []:
+                if isinstance(item, str) and item.strip() and not is_key_name(item):
+                    typed.append(item)
+        fill = _WEB_FILL.match(action.get("text") or "")
+        if fill is not None and fill.group(3):
+            field = re.search(rf"^\s*\[{re.escape(fill.group(1))}\][^\n]*", screen, re.M)
+            if field is not None and _SECRET_FIELD.search(field.group()):
+                typed.append(fill.group(3))
+        return typed
+
+    # ----------------------------------------------------------------- replacing
+
+    def _spans(self, text: _Text) -> list[Finding]:
+        """The text's own findings and the row's secret values in it, in physical offsets."""
+        spans = text.findings
+        if self.secrets.kinds:
+            spans = merge([*spans, *self.secrets.spans(text.view)])
+        return [Finding(f.kind, *text.view.physical_span(f.start, f.end)) for f in spans]
+
+    def _scrub(self, text: _Text) -> str:
+        spans = self._spans(text)
+        self.scrubber.counts.update(f.kind for f in spans)
+        return replace_spans(text.view.physical, spans) if spans else text.view.physical
+
+    def _scrub_screen(self, text: _Text) -> tuple[str, str]:
+        """Return the scrubbed scrollback and screen; a span across both is replaced in each."""
+        physical = text.view.physical
+        spans = self._spans(text)
+        self.scrubber.counts.update(f.kind for f in spans)
+        cut = text.separator
+        if cut < 0:
+            return "", replace_spans(physical, spans) if spans else physical
+        before = [Finding(k, s, min(e, cut)) for k, s, e in spans if s < cut]
+        after = [
+            Finding(k, max(s, cut + 1) - cut - 1, e - cut - 1) for k, s, e in spans if e > cut + 1
+        ]
+        return replace_spans(physical[:cut], before), replace_spans(physical[cut + 1 :], after)
+
+    def _write(self, scrubbed: dict[str, str]) -> None:
+        row = self.row
         if row.get("task"):
-            row["task"] = self.text(row["task"])
-        for name in ("observation", "next_observation"):
-            part = dict(row[name])
-            part["text"] = self.text(part.get("text") or "")
-            part["meta"] = self.json_column(part.get("meta"))
-            row[name] = part
+            row["task"] = scrubbed.get(row["task"], row["task"])
+        for part in ("observation", "next_observation"):
+            observation = dict(row[part])
+            screen = self.screens.get(part)
+            scrollback: str | None = None
+            if screen is not None:
+                scrollback, observation["text"] = self._scrub_screen(screen)
+            else:
+                text = observation.get("text") or ""
+                observation["text"] = scrubbed.get(text, text)
+            observation["meta"] = self._encode(part, "meta", scrubbed, scrollback)
+            row[part] = observation
         action = dict(row["action"])
-        action["text"] = self.text(action.get("text") or "")
-        action["arguments"] = self.json_column(action.get("arguments"))
+        text = action.get("text") or ""
+        action["text"] = scrubbed.get(text, text)
+        action["arguments"] = self._encode("action", "arguments", scrubbed, None)
         row["action"] = action
+
+    def _encode(
+        self, part: str, column: str, scrubbed: dict[str, str], scrollback: str | None
+    ) -> str | None:
+        """The JSON column with its strings scrubbed (the original when nothing changed)."""
+        raw = (self.row.get(part) or {}).get(column)
+        if not raw or (part, column) not in self.parsed:
+            return raw
+        parsed = self.parsed[(part, column)]
+        if isinstance(parsed, str):
+            return scrubbed.get(parsed, parsed)
+        original = self.decoded[(part, column)]
+        scrollback_changed = (
+            scrollback is not None
+            and isinstance(original, dict)
+            and isinstance(original.get("new_scrollback"), str)
+            and scrollback != original["new_scrollback"]
+        )
+        if not scrollback_changed and all(
+            scrubbed.get(text, text) == text for text in self.column_strings[(part, column)]
+        ):
+            return raw
+        changed = _json_replace(parsed, scrubbed)
+        if isinstance(original, dict) and "new_scrollback" in original and part in self.screens:
+            changed["new_scrollback"] = (
+                scrollback if scrollback_changed else original["new_scrollback"]
+            )
+        return json.dumps(changed, sort_keys=True, ensure_ascii=False)
+
+
+class EpisodeSecrets:
+    """The secret values seen in the most recent episodes, by episode id."""
+
+    def __init__(self, episodes: int = 16) -> None:
+        self.episodes = episodes
+        self._known: OrderedDict[str, KnownSecrets] = OrderedDict()
+
+    def of(self, episode_id: str | None) -> KnownSecrets:
+        """The values seen so far in ``episode_id`` (a fresh set for a new episode)."""
+        key = episode_id or ""
+        known = self._known.get(key)
+        if known is None:
+            known = self._known[key] = KnownSecrets()
+            if len(self._known) > self.episodes:
+                self._known.popitem(last=False)
+        else:
+            self._known.move_to_end(key)
+        return known
 
 
 SCRUB_MEMORY = 64
-"""Distinct recent texts whose scrubbed form :class:`ScrubStep` keeps for reuse."""
+"""Distinct recent texts whose findings :class:`ScrubStep` keeps for reuse."""
 
 
 class ScrubStep(TallyStep):
@@ -298,12 +520,11 @@ class ScrubStep(TallyStep):
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> Iterator:
         """Scrub and forward every document."""
-        # Consecutive steps repeat texts (one step's next screen is the following step's
-        # screen, the task and most metadata stay the same), so recent results are reused.
         scrubber = Scrubber(self.settings, remember=SCRUB_MEMORY)
+        episodes = EpisodeSecrets()
         for doc in data:
             scrubber.counts = Counter()  # counted per document
-            scrubber.row(doc.metadata)
+            scrubber.row(doc.metadata, episodes.of(doc.metadata.get("episode_id")))
             doc.text = render_transition(doc.metadata)
             for kind, count in scrubber.counts.items():
                 self.tally(doc, f"scrubbed:{kind}", count)

@@ -1,50 +1,575 @@
-"""The scrubber's shortcuts (markers, hints, line-by-line search) never change its result.
+"""The scrubber: secrets planted the way the attack planted them never survive curation.
 
-The reference below applies every pattern to the whole text, in the scrubber's order, with
-no pre-check: it is what :class:`curation.scrub.Scrubber` must be equivalent to.
+Rows are built the way the terminal driver records them (:class:`Pane`): lines wrapped at
+the pane's 160th column, the lines that scroll off the top during a step in the next
+observation's ``new_scrollback``, screens trimmed as ``plain_screen`` trims them. Each kind
+the attack leaked is planted as it leaked (typed and echoed, printed by ``cat``, wrapped at
+the pane edge, split between scrollback and screen, a private key whose BEGIN line scrolled
+away in an earlier step) and run through the real scrub step; no run of more than
+:data:`LEAK_RUN` characters of the secret may survive in any field of any row. Ordinary
+screens (git hashes, checksums, UUIDs, listings, tracebacks) must come out unchanged.
+
+The hint shortcuts of the e-mail and IP search are checked against a reference that applies
+the full patterns to the whole text.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
-import ipaddress
 import json
 import random
 import re
+import string
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
+import polars as pl
 import pytest
+from datatrove.data import Document
 
+from collectors.terminal.screen import plain_screen
+from curation import CurationConfig, curate
 from curation.config import ScrubSettings
-from curation.scrub import EMAIL, IPV4, IPV6, KEPT_IPS, SECRET_PATTERNS, Scrubber
+from curation.scrub import Scrubber, ScrubStep
+from curation.secrets import EMAIL, IPV4, IPV6, KEPT_IPS, Finding, merge, secret_name_kind
+from normalizers.shards import ShardWriter
+from schemas import Action, Observation, Transition, from_row, to_row
+from tests.records import make_transition
+
+LEAK_RUN = 9
+"""A run of this many characters of a secret found anywhere after scrubbing is a leak."""
+PROMPT = "root@sandbox:~/work# "
+RNG = random.Random(20260308)
+ALNUM = string.ascii_letters + string.digits
+
+
+def rand(n: int, alphabet: str = ALNUM) -> str:
+    return "".join(RNG.choice(alphabet) for _ in range(n))
+
+
+def b64(n_bytes: int) -> str:
+    return base64.b64encode(RNG.randbytes(n_bytes)).decode()
+
+
+def jwt() -> str:
+    def part(data: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+
+    header = part({"alg": "HS256", "typ": "JWT"})
+    claims = part({"sub": "user-8812", "name": "Dana Ops", "iat": 1772900000, "scope": "admin"})
+    signature = base64.urlsafe_b64encode(RNG.randbytes(32)).decode().rstrip("=")
+    return f"{header}.{claims}.{signature}"
+
+
+def pem_key(body_lines: int = 25, label: str = "RSA PRIVATE KEY") -> tuple[str, list[str]]:
+    """Return a PEM private key and its body lines (64 base64 characters, a shorter last)."""
+    body = base64.b64encode(b"\x30\x82\x04\xa4\x02\x01\x00" + RNG.randbytes(body_lines * 48))
+    text = body.decode()
+    lines = [text[i : i + 64] for i in range(0, len(text), 64)]
+    return "\n".join([f"-----BEGIN {label}-----", *lines, f"-----END {label}-----"]), lines
+
+
+# --------------------------------------------------------------------------- recorded rows
+
+
+class Pane:
+    """A tmux pane as the terminal driver records it.
+
+    Logical lines wrap at ``width``; lines pushed off the top during a step become that step's
+    ``new_scrollback``; screens and scrollback are trimmed like ``plain_screen``. ``clear``
+    empties the screen.
+    """
+
+    def __init__(self, width: int = 160, height: int = 40, prompt: str = PROMPT) -> None:
+        self.width, self.height, self.prompt = width, height, prompt
+        self.lines = [prompt]
+        self.scrolled: list[str] = []
+
+    def _put(self, logical: str) -> None:
+        chunks = [logical[i : i + self.width] for i in range(0, len(logical), self.width)]
+        self.lines += chunks or [""]
+        while len(self.lines) > self.height:
+            self.scrolled.append(self.lines.pop(0))
+
+    def run(self, step: Step) -> tuple[str, str]:
+        """Type the step's keys and Enter, print its output; return new scrollback and screen."""
+        self.scrolled = []
+        self._put(self.lines.pop() + (step.typed if step.echo else ""))
+        if step.typed == "clear":
+            self.lines = []
+        for line in step.output[:-1] if step.waits else step.output:
+            self._put(line)
+        # a program waiting for input leaves the cursor on its last line, not on a prompt
+        self._put(step.output[-1] if step.waits else self.prompt)
+        return plain_screen("\n".join(self.scrolled)), self.screen()
+
+    def screen(self) -> str:
+        return plain_screen("\n".join(self.lines))
+
+
+@dataclass(frozen=True)
+class Step:
+    """Keys typed (then Enter) and what the program printed."""
+
+    typed: str
+    output: list[str] = field(default_factory=list)
+    echo: bool = True  # False: typed at a prompt that does not echo (a password)
+    waits: bool = False  # True: the last output line is a prompt waiting for input
+
+
+def record(
+    steps: list[Step | tuple[str, list[str]]], episode_id: str = "ep-planted", width: int = 160
+) -> list[dict[str, Any]]:
+    """Play the steps in a :class:`Pane`; return the rows the driver would have recorded."""
+    pane = Pane(width=width)
+    screen, scrollback = pane.screen(), ""
+    rows = []
+    for index, item in enumerate(steps):
+        step = item if isinstance(item, Step) else Step(*item)
+        new_scrollback, next_screen = pane.run(step)
+        transition = make_transition(
+            step=index,
+            episode_id=episode_id,
+            task="set up the service and check that it starts",
+            observation=Observation(
+                format="terminal-screen",
+                text=screen,
+                meta={"cwd": "/root/work", "new_scrollback": scrollback, "prompt": True},
+            ),
+            action=Action(
+                name="keys",
+                arguments={"keys": [step.typed, "Enter"]},
+                text=f"{step.typed}<Enter>",
+            ),
+            next_observation=Observation(
+                format="terminal-screen",
+                text=next_screen,
+                meta={"cwd": "/root/work", "new_scrollback": new_scrollback, "exit_code": 0},
+            ),
+        )
+        rows.append(to_row(transition))
+        screen, scrollback = next_screen, new_scrollback
+    return rows
+
+
+def scrub(rows: list[dict[str, Any]], settings: ScrubSettings | None = None) -> list[dict]:
+    """Run the real scrub step over the rows (as documents, in order); return the rows."""
+    docs = [Document(text="", id=row["id"], metadata=copy.deepcopy(row)) for row in rows]
+    return [doc.metadata for doc in ScrubStep(settings or ScrubSettings()).run(iter(docs))]
+
+
+def strings(value: Any) -> Iterator[str]:
+    """Every string in a row, JSON columns decoded (a secret must not hide in an escape)."""
+    if isinstance(value, str):
+        yield value
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return
+        if not isinstance(decoded, str):
+            yield from strings(decoded)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings(item)
+
+
+def leaks(rows: list[dict[str, Any]], secret: str) -> list[str]:
+    """Runs of :data:`LEAK_RUN` characters of ``secret`` found in any string of any row.
+
+    Each observation is also read as a reader could put it back together: its scrollback and
+    screen with the line breaks taken out.
+    """
+    texts = list(strings(rows))
+    for row in rows:
+        for name in ("observation", "next_observation"):
+            scrollback = json.loads(row[name]["meta"] or "{}").get("new_scrollback") or ""
+            texts.append(f"{scrollback}{row[name]['text']}".replace("\n", ""))
+    pieces = {secret[i : i + LEAK_RUN] for i in range(len(secret) - LEAK_RUN + 1)}
+    return sorted(piece for piece in pieces if any(piece in text for text in texts))
+
+
+def planted(rows: list[dict[str, Any]], secret: str) -> None:
+    """Check the planting worked: the unscrubbed rows do hold the whole secret."""
+    assert leaks(rows, secret), "the secret was not planted"
+
+
+def filler(n: int, name: str = "build") -> list[str]:
+    return [f"[{i:02d}] {name}: step {i} of {n} ok" for i in range(n)]
+
+
+def padding(before: str, after: str, column: int) -> str:
+    """Filler to put between ``before`` and ``after`` so that what follows starts at ``column``."""
+    return "x" * (column - len(before) - len(after))
+
+
+# --------------------------------------------------------------------------- the attack's kinds
+
+
+def test_github_token_typed_and_wrapped_at_the_160th_column() -> None:
+    token = "ghp_" + rand(36)
+    pad = padding(f"{PROMPT}echo 'deploy ", "' && export GITHUB_TOKEN=", 140)
+    typed = f"echo 'deploy {pad}' && export GITHUB_TOKEN={token}"
+    assert len(PROMPT) + typed.index(token) == 140  # the 160th column falls inside the token
+    rows = record([(typed, []), ("git push origin main", ["Everything up-to-date"])])
+    planted(rows, token)
+    assert not leaks(scrub(rows), token)
+
+
+def test_slack_token_printed_wrapped_and_split_between_scrollback_and_screen() -> None:
+    token = f"xoxb-{rand(12, string.digits)}-{rand(13, string.digits)}-{rand(24).lower()}"
+    line = "notify: " + "-" * 130 + f" SLACK_BOT={token}"
+    # the printed line wraps inside the token; 38 more lines push its first half off the top
+    rows = record([("clear", []), ("cat notify.log", [line, *filler(38)])])
+    assert token[:10] in json.loads(rows[1]["next_observation"]["meta"])["new_scrollback"]
+    assert token[-10:] in rows[1]["next_observation"]["text"].split("\n")[0]
+    planted(rows, token)
+    assert not leaks(scrub(rows), token)
+
+
+def test_pem_key_with_its_begin_line_in_the_scrollback() -> None:
+    key, body = pem_key()
+    # the BEGIN line and a few body lines scroll off while the rest stays on screen
+    output = [*filler(8), *key.split("\n"), *filler(16)]
+    rows = record([("clear", []), ("cat ~/.ssh/id_rsa", output)])
+    scrollback = json.loads(rows[1]["next_observation"]["meta"])["new_scrollback"]
+    assert "BEGIN RSA PRIVATE KEY" in scrollback
+    assert "BEGIN" not in rows[1]["next_observation"]["text"]
+    out = scrub(rows)
+    for line in body:
+        assert not leaks(out, line), line
+
+
+def test_pem_body_left_on_later_screens_after_its_begin_scrolled_away() -> None:
+    key, body = pem_key(body_lines=30)
+    steps = [
+        ("cat deploy_key", key.split("\n")),
+        ("ls", ["app.py  deploy_key  README.md"]),
+        # the BEGIN line has scrolled away in an earlier step; a window of the body remains
+        ("sed -n 3,12p deploy_key", body[1:11]),
+        ("tail -n 4 deploy_key", [*body[-3:], "-----END RSA PRIVATE KEY-----"]),
+        ("head -c 200 deploy_key | tail -c 120", [key[80:200].replace("\n", "")]),
+    ]
+    rows = record(steps)
+    out = scrub(rows)
+    for line in body:
+        assert not leaks(out, line), line
+
+
+def test_jwt_wrapped_at_the_pane_edge() -> None:
+    token = jwt()
+    head = f"{PROMPT}curl -s https://api.internal/v1/me -H 'X-Session: "
+    typed = f"curl -s https://api.internal/v1/me -H 'X-Session: {token}'"
+    assert len(head) + len(token) > 160  # the token wraps
+    rows = record([(typed, ['{"user": "dana", "role": "admin"}']), ("echo $?", ["0"])])
+    planted(rows, token)
+    assert not leaks(scrub(rows), token)
+
+
+def test_hex_token_printed_then_echoed_bare_later() -> None:
+    token = rand(64, "0123456789abcdef")
+    rows = record(
+        [
+            ("./get-token --service billing", [f"Issued API token for billing: {token}"]),
+            ("export BILLING=$(./get-token -q)", []),
+            # printed bare: only the memory of the episode knows it is a secret
+            ("echo $BILLING", [token]),
+        ]
+    )
+    planted(rows, token)
+    assert not leaks(scrub(rows), token)
+
+
+def test_base64_token_typed_and_printed() -> None:
+    token = b64(32)
+    rows = record(
+        [
+            (f"echo '{token}' > ~/.config/app/session", []),
+            ("cat ~/.config/app/session", [token]),
+        ]
+    )
+    planted(rows, token)
+    assert not leaks(scrub(rows), token)
+
+
+def test_db_password_from_env_file_and_typed_export() -> None:
+    password = "Xk9#pLm2!qR7" + rand(6)
+    spaced = "correct horse battery " + rand(8).lower()
+    head = f"{PROMPT}export DB_PASSWORD='"
+    typed = f"export DB_PASSWORD='{spaced}'"
+    rows = record(
+        [
+            ("cat .env", ["DATABASE_HOST=db.internal", f"DB_PASSWORD={password}", "DB_PORT=5432"]),
+            (" " * (160 - len(head) - 6) + typed, []),  # wraps inside the value
+        ]
+    )
+    planted(rows, password)
+    out = scrub(rows)
+    assert not leaks(out, password)
+    assert not leaks(out, spaced)
+
+
+def test_aws_secret_access_key_in_credentials_split_across_scrollback() -> None:
+    secret = rand(40, ALNUM + "/+")
+    credentials = [
+        "[default]",
+        "aws_access_key_id = AKIA" + rand(16, string.ascii_uppercase + string.digits),
+        f"aws_secret_access_key = {secret}",
+        "region = eu-west-1",
+    ]
+    rows = record([("clear", []), ("cat ~/.aws/credentials && ls", [*credentials, *filler(38)])])
+    scrollback = json.loads(rows[1]["next_observation"]["meta"])["new_scrollback"]
+    assert secret in scrollback  # the key line scrolled off during the step
+    planted(rows, secret)
+    assert not leaks(scrub(rows), secret)
+
+
+def test_json_password_value_pretty_and_wrapped() -> None:
+    password = "p4ss " + rand(14)
+    one_line = json.dumps(
+        {"service": "billing", "notes": "-" * 120, "db": {"user": "app", "password": password}}
+    )
+    rows = record(
+        [
+            ("cat config.json", json.dumps({"db": {"password": password}}, indent=2).split("\n")),
+            ("jq -c . config.prod.json", [one_line]),  # wraps at 160
+        ]
+    )
+    planted(rows, password)
+    assert not leaks(scrub(rows), password)
+
+
+def test_stripe_live_key_wrapped_inside_the_key() -> None:
+    key = "sk_live_" + rand(24)
+    head = f"{PROMPT}export STRIPE_API_KEY="
+    typed = " " * (160 - len(head) - 12) + f"export STRIPE_API_KEY={key}"
+    rows = record([(typed, []), ("python3 charge.py", ["charged 12.00 EUR"])])
+    planted(rows, key)
+    assert not leaks(scrub(rows), key)
+
+
+def test_bearer_token_in_a_wrapped_curl_command() -> None:
+    token = rand(48, ALNUM + "-._~")
+    typed = (
+        "curl -sS -X POST https://api.example.net/v2/deployments/production/rollouts "
+        f"-H 'Content-Type: application/json' -H 'Authorization: Bearer {token}' -d @body.json"
+    )
+    rows = record([(typed, ['{"status": "queued"}'])])
+    planted(rows, token)
+    assert not leaks(scrub(rows), token)
+
+
+def test_password_typed_at_a_prompt_is_scrubbed() -> None:
+    password = "tr0ub4dor&" + rand(4)
+    rows = record(
+        [
+            Step("mysql -u root -p shop", ["Enter password: "], waits=True),
+            Step(password, ["Welcome to the MariaDB monitor.", "MariaDB [shop]> "], echo=False),
+        ]
+    )
+    # the prompt does not echo: the password is only in the typed action
+    planted(rows, password)
+    assert not leaks(scrub(rows), password)
+
+
+def test_every_json_string_in_meta_and_arguments_is_scrubbed() -> None:
+    token = "ghp_" + rand(36)
+    row = to_row(
+        make_transition(
+            action=Action(
+                name="keys",
+                arguments={"keys": [f"echo {token}", "Enter"], "note": {"auth": f"token {token}"}},
+                text="echo <hidden>",
+            ),
+            next_observation=Observation(
+                format="axtree",
+                text="[1] link 'Home'",
+                meta={"url": f"http://127.0.0.1:8000/?access_token={token}", "title": "ok"},
+            ),
+        )
+    )
+    assert not leaks(scrub([row]), token)
+
+
+def test_web_fill_of_a_password_field_is_scrubbed() -> None:
+    password = "hunter2-" + rand(6)
+    row = to_row(
+        make_transition(
+            domain="web",
+            observation=Observation(
+                format="axtree", text="[12] textbox 'Username'\n[13] textbox 'Password'"
+            ),
+            action=Action(
+                name="fill",
+                arguments={"bid": "13", "value": password},
+                text=f"fill('13', '{password}')",
+            ),
+            next_observation=Observation(format="axtree", text="[13] textbox 'Password' •••••"),
+        )
+    )
+    assert not leaks(scrub([row]), password)
+
+
+# --------------------------------------------------------------------------- the real pipeline
+
+
+def test_curate_removes_every_planted_secret_from_parquet(tmp_path: Path) -> None:
+    token, key_body, password = "ghp_" + rand(36), pem_key()[0], "Zq8!" + rand(12)
+    steps = [
+        ("clear", []),
+        ("export GITHUB_TOKEN=" + token, []),
+        ("cat ~/.ssh/id_ed25519", [*filler(6), *key_body.split("\n")]),
+        ("cat .env", [f"DB_PASSWORD={password}", *filler(38)]),
+        ("env | grep -c TOKEN", ["1"]),
+    ]
+    rows = [from_row(Transition, row) for row in record(steps, width=160)]
+    run = tmp_path / "run"
+    with ShardWriter(run / "transitions" / "terminal", Transition) as writer:
+        writer.write(rows)  # type: ignore[arg-type]
+    out = tmp_path / "curated"
+    config = CurationConfig(minhash={"enabled": False}, filters={"noop": "keep"})
+    report = curate(run, out, config)
+    assert report.rows_out == len(rows)
+    frame = pl.read_parquet(sorted((out / "transitions").glob("*/*.parquet")))
+    written = frame.to_dicts()
+    for secret in [token, password, *key_body.split("\n")[1:-1]]:
+        assert not leaks(written, secret), secret
+    scrubbed = json.loads((out / "stats.json").read_text())["total"]["scrubbed"]
+    assert scrubbed["github_token"] >= 1 and scrubbed["private_key"] >= 1
+    assert scrubbed["password"] >= 1
+
+
+# --------------------------------------------------------------------------- false positives
+
+ORDINARY_SCREENS = [
+    # git log: commit hashes are not secrets
+    "root@sandbox:~/work/repo# git log -2\n"
+    "commit 3f8a9c1d2e4b5a6978c0d1e2f3a4b5c6d7e8f901 (HEAD -> main)\n"
+    "Author: Dana Ops <dana@ops>\nDate:   Fri Mar 1 08:00:00 2024 +0000\n\n"
+    "    fix token refresh in the session cache\n\n"
+    "commit 9b1e2d3c4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c\n"
+    "root@sandbox:~/work/repo# git rev-parse HEAD\n3f8a9c1d2e4b5a6978c0d1e2f3a4b5c6d7e8f901",
+    # checksums
+    "root@sandbox:~/work# sha256sum dist/*\n"
+    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08  dist/app-1.4.2.tar.gz\n"
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855  dist/api_token.txt\n"
+    "root@sandbox:~/work# md5sum notes.txt\nd41d8cd98f00b204e9800998ecf8427e  notes.txt",
+    # UUIDs in paths, docker-style ids
+    "root@sandbox:~/work# ls /var/lib/app/sessions/\n"
+    "2f1c8a4e-9b7d-4c3a-8e5f-1a2b3c4d5e6f.json  7d9e1f2a-3b4c-4d5e-8f6a-7b8c9d0e1f2a.json\n"
+    "root@sandbox:~/work# cat /proc/sys/kernel/random/uuid\n5b3c1e2a-8f4d-4e6b-9a7c-2d1e0f9b8a7c",
+    # a file listing
+    "root@sandbox:~/work# ls -la\ntotal 48\n"
+    "drwxr-xr-x 5 root root 4096 Mar  1 08:00 .\n"
+    "-rw-r--r-- 1 root root  220 Mar  1 08:00 .env.example\n"
+    "-rw------- 1 root root 1679 Mar  1 08:00 id_rsa\n"
+    "-rw-r--r-- 1 root root  398 Mar  1 08:00 id_rsa.pub\n"
+    "-rw-r--r-- 1 root root 2048 Mar  1 08:00 password_policy.md\n"
+    "-rw-r--r-- 1 root root  734 Mar  1 08:00 tokenizer_config.json",
+    # a Python traceback
+    "root@sandbox:~/work/api-server# python3 app.py\nTraceback (most recent call last):\n"
+    '  File "/root/work/api-server/app.py", line 3, in <module>\n'
+    '    password = os.environ["DB_PASSWORD"]\n'
+    "               ~~~~~~~~~~^^^^^^^^^^^^^^^^^\n"
+    '  File "<frozen os>", line 679, in __getitem__\n'
+    "KeyError: 'DB_PASSWORD'",
+    # environment listings, logs, configuration that names secrets without holding them
+    "root@sandbox:~/work# env | sort\nHOME=/root\nOLDPWD=/root\nPWD=/root/work\n"
+    "TOKEN_URL=https://auth.example.org/oauth/token\nPASSWORD_FILE=/run/secrets/db\n"
+    "2024-03-01 08:00:01,120 INFO cache hit key=user:17 ttl=300\n"
+    "max_tokens: 512\nsort_keys: true\ngit config: credential.helper=store",
+    # public keys and fingerprints, package hashes
+    "root@sandbox:~# ssh-keygen -lf ~/.ssh/id_ed25519.pub\n"
+    "256 SHA256:8Kx2vQ9mZ1pL4rT7yB3nC6wE0aF5hJ2kD8sG1uI4oP0 root@sandbox (ED25519)\n"
+    "root@sandbox:~# cat ~/.ssh/id_ed25519.pub\n"
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHq4X2mN8vR5tY1wZ3cB7dF9gH0jK6lP2sQ4uE8iO1aT root@box\n"
+    '  "integrity": "sha512-Tr9X2mN8vR5tY1wZ3cB7dF9gH0jK6lP2sQ4uE8iO1aTqLp0ZxWvYbNmKjHgFdSaQ=="',
+    # a wrapped long line of ordinary output
+    "root@sandbox:~/work# python3 -c 'print(\"=\" * 200)'\n" + "=" * 160 + "\n" + "=" * 40,
+]
+
+
+@pytest.mark.parametrize("screen", ORDINARY_SCREENS)
+def test_ordinary_screens_are_left_unchanged(screen: str) -> None:
+    row = to_row(
+        make_transition(
+            observation=Observation(
+                format="terminal-screen", text=screen, meta={"new_scrollback": screen[:200]}
+            ),
+            next_observation=Observation(format="terminal-screen", text=screen),
+            action=Action(name="keys", arguments={"keys": ["ls", "Enter"]}, text="ls<Enter>"),
+        )
+    )
+    scrubber = Scrubber(ScrubSettings())
+    scrubbed = copy.deepcopy(row)
+    scrubber.row(scrubbed)
+    assert scrubbed == row, scrubber.counts
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("DB_PASSWORD", "password"),
+        ("dbPass", "password"),
+        ("GITHUB_TOKEN", "token"),
+        ("X-Auth-Token", "token"),
+        ("apiKey", "key"),
+        ("SECRET_KEY", "secret"),
+        ("AWS_SECRET_ACCESS_KEY", "secret"),
+        ("KEY", "key"),
+        ("azure_credentials", "credential"),
+        ("key", None),
+        ("monkey", None),
+        ("max_tokens", None),
+        ("tokenizer", None),
+        ("PWD", None),
+        ("password_file", None),
+        ("TOKEN_URL", None),
+        ("credential.helper", None),
+        ("KeyError", None),
+    ],
+)
+def test_secret_names(name: str, kind: str | None) -> None:
+    assert secret_name_kind(name) == kind
+
+
+# --------------------------------------------------------------------------- e-mail and IPs
 
 
 def reference(text: str, settings: ScrubSettings) -> tuple[str, Counter[str]]:
-    """Scrub ``text`` the slow, obvious way; return it with the counts per kind."""
-    counts: Counter[str] = Counter()
-
-    def ip(kind: str, match: re.Match[str]) -> str:
-        value = match.group(0)
-        if value in KEPT_IPS:
-            return value
-        if kind == "ipv6":
-            try:
-                ipaddress.IPv6Address(value)
-            except ValueError:
-                return value
-        counts[kind] += 1
-        return "<IP>"
-
-    for kind, pattern, repl in SECRET_PATTERNS:
-        text, n = pattern.subn(repl, text)
-        counts[kind] += n
+    """E-mail and IP scrubbing the slow, obvious way: full patterns over the whole text."""
+    found: list[Finding] = []
     if settings.emails:
-        text, n = EMAIL.subn("<EMAIL>", text)
-        counts["email"] += n
+        found += [Finding("email", *m.span()) for m in EMAIL.finditer(text)]
     if settings.ips:
-        text = IPV4.sub(lambda m: ip("ipv4", m), text)
-        text = IPV6.sub(lambda m: ip("ipv6", m), text)
-    return text, +counts
+        found += [Finding("ipv4", *m.span()) for m in IPV4.finditer(text) if m[0] not in KEPT_IPS]
+        for match in IPV6.finditer(text):
+            try:
+                ipaddress_ok = match[0] not in KEPT_IPS and bool(_ipv6(match[0]))
+            except ValueError:
+                ipaddress_ok = False
+            if ipaddress_ok:
+                found.append(Finding("ipv6", *match.span()))
+    spans = merge(found)
+    out, done = [], 0
+    for kind, start, end in spans:
+        out += [text[done:start], "<EMAIL>" if kind == "email" else "<IP>"]
+        done = end
+    out.append(text[done:])
+    return "".join(out), Counter(f.kind for f in spans)
+
+
+def _ipv6(value: str) -> object:
+    import ipaddress
+
+    return ipaddress.IPv6Address(value)
 
 
 CASES = [
@@ -56,11 +581,6 @@ CASES = [
     "a@b.co\nc@d.org",  # hinted lines at the very start and end of the text
     "\n\n8.8.8.8\n\nx@y.io\n",
     "version 1.2.3.4.5 and 256.1.1.1 and 1.2.3.4",
-    "https://alice:hunter2@github.com/org\nAKIAIOSFODNN7EXAMPLE\nsk-proj-" + "k" * 24,
-    "ghp_" + "a1B2c3D4e5" * 4 + "\nxoxb-1234567890-abcdefghij\nhf_" + "A" * 30,
-    "AIza" + "S" * 35 + "\nsk-ant-" + "x" * 24,
-    "password =\n  hunter2\nPWD: x\npasswd:<PASSWORD>",
-    "-----BEGIN RSA PRIVATE KEY-----\nMIIE\nabc\n-----END RSA PRIVATE KEY-----\nafter",
     "café@example.com é1.2.3.4 ab::cd",
     "line\r\nuser@host.example.com\r\n",
 ]
@@ -68,25 +588,27 @@ CASES = [
 
 @pytest.mark.parametrize("text", CASES)
 @pytest.mark.parametrize("settings", [ScrubSettings(), ScrubSettings(emails=False, ips=False)])
-def test_scrubber_matches_reference(text: str, settings: ScrubSettings) -> None:
+def test_email_and_ip_scrubbing_matches_reference(text: str, settings: ScrubSettings) -> None:
     scrubber = Scrubber(settings)
     expected, counts = reference(text, settings)
     assert scrubber.text(text) == expected
     assert +scrubber.counts == counts
 
 
-def test_scrubber_matches_reference_on_random_screens() -> None:
+def test_email_and_ip_scrubbing_matches_reference_on_random_screens() -> None:
     atoms = [
         "a", "F", "0", "9", "255", ".", ":", "::", "@", "\n", " ", "-", "_", "%", "é",
         "x.com", "mail.example.org", "bob", "fe80", "db8", "2001", "127.0.0.1", "8.8.4.4",
-        "10:23:45", "0:0:0:0:0:0:0:1", "AKIAIOSFODNN7EXAMPLE", "sk-" + "a" * 22, "pass=",
-        "https://u:p@h.io", "ghp_" + "a" * 36, "hf_" + "A" * 30, "-----BEGIN PRIVATE KEY-----",
-        "-----END PRIVATE KEY-----",
+        "10:23:45", "0:0:0:0:0:0:0:1",
     ]  # fmt: skip
     rng = random.Random(7)
     changed = 0
     for _ in range(3000):
-        text = "".join(rng.choice(atoms) for _ in range(rng.randint(1, 30)))
+        # words of atoms: a run of 20 letters and digits could be a random-looking token
+        text = " ".join(
+            "".join(rng.choice(atoms) for _ in range(rng.randint(1, 6)))
+            for _ in range(rng.randint(1, 6))
+        )
         scrubber = Scrubber(ScrubSettings())
         expected, counts = reference(text, ScrubSettings())
         assert scrubber.text(text) == expected, text
@@ -104,25 +626,7 @@ def test_json_column_untouched_without_secrets_and_scrubbed_with_them() -> None:
     assert scrubber.counts == Counter({"email": 1})
 
 
-def test_remembered_texts_are_counted_every_time() -> None:
-    texts = [CASES[1], CASES[2], CASES[1], CASES[0], CASES[7], CASES[1], CASES[2]]
-    scrubber = Scrubber(ScrubSettings(), remember=2)  # small enough to be cleared on the way
-    total: Counter[str] = Counter()
-    for text in texts:
-        expected, counts = reference(text, ScrubSettings())
-        assert scrubber.text(text) == expected
-        total += counts
-    assert +scrubber.counts == total
-    assert total["email"] == 3 and total["ipv6"] == 6
-
-
 def test_scrub_step_tallies_repeated_screens_per_document() -> None:
-    from datatrove.data import Document
-
-    from curation.scrub import ScrubStep
-    from schemas import to_row
-    from tests.records import make_transition
-
     row = to_row(make_transition(task="mail bob@example.com"))
     docs = [Document(text="", id=f"d{i}", metadata=copy.deepcopy(row)) for i in range(3)]
     step = ScrubStep(ScrubSettings())
@@ -130,3 +634,78 @@ def test_scrub_step_tallies_repeated_screens_per_document() -> None:
     assert [doc.metadata["task"] for doc in out] == ["mail <EMAIL>"] * 3
     assert step.tallies["terminal|sha256:abc|scrubbed:email"] == 3
     assert step.tallies["terminal|sha256:abc|scrubbed_rows"] == 3
+
+
+def test_placeholders_are_typed_and_scrubbing_twice_changes_nothing() -> None:
+    token, password = "sk_live_" + rand(24), "hunter2-" + rand(6)
+    rows = record([(f"export STRIPE_KEY={token} DB_PASSWORD={password}", [])])
+    once = scrub(rows)
+    screen = once[0]["next_observation"]["text"]
+    assert re.search(r"STRIPE_KEY=<SECRET:stripe_key> DB_PASSWORD=<PASSWORD>", screen)
+    assert scrub(once) == once
+
+
+@pytest.mark.docker
+def test_a_recorded_episode_with_the_attacks_secrets_is_curated_clean(
+    tmp_path: Path, terminal_image: str
+) -> None:
+    """The attack replayed in a real sandbox, recorded, normalized and curated."""
+    from collectors.episode import EpisodeLimits, run_episode
+    from collectors.policies import ReplayPolicy
+    from collectors.recorder import RunRecorder
+    from collectors.terminal import TerminalCollector
+    from collectors.terminal.actions import command
+    from collectors.terminal.environment import TerminalConfig
+    from collectors.terminal.tasks import TerminalTask, write_file
+    from normalizers.run import normalize_run
+
+    token, slack = "ghp_" + rand(36), f"xoxb-{rand(11, string.digits)}-{rand(24).lower()}"
+    password, key_text = "Xk9#pLm2!" + rand(8), pem_key()
+    key, body = key_text
+    task = TerminalTask(
+        name="attack",
+        instruction="configure the service",
+        setup=(
+            write_file("/root/work/.env", f"DB_PASSWORD={password}\nLOG_LEVEL=info"),
+            write_file("/root/work/id_rsa", "\n".join([*filler(8), key, *filler(14)])),
+            write_file("/root/work/notify.log", "notify " + "-" * 141 + f" bot={slack}"),
+        ),
+    )
+    prompt = "root@sandbox:~/work# "
+    pad = padding(f"{prompt}echo 'deploy ", "' && export GITHUB_TOKEN=", 140)
+    actions = [
+        command("cd /root/work && clear"),
+        command(f"echo 'deploy {pad}' && export GITHUB_TOKEN={token}"),  # wraps in the token
+        command("cat notify.log"),  # wraps in the Slack token
+        command("cat .env"),
+        command("clear && cat id_rsa"),  # the BEGIN line scrolls into new_scrollback
+        command("ls"),
+    ]
+    run = tmp_path / "run"
+    collector = TerminalCollector()
+    env = collector.make_environment(TerminalConfig(image=terminal_image))
+    recorder = RunRecorder(run, {"domain": "terminal", "run_name": "attack"})
+    plan = collector.plan(0, 1, "script", None)
+    plan.task = task
+    try:
+        result = run_episode(
+            env, ReplayPolicy(actions), recorder.begin("attack-ep"), plan, EpisodeLimits(10, 20)
+        )
+    finally:
+        env.close()
+    assert result.steps == len(actions)
+    assert normalize_run(run).transitions == len(actions)
+    recorded = pl.read_parquet(sorted((run / "transitions").glob("*/*.parquet"))).to_dicts()
+    for secret in (token, slack, password, *body):
+        assert leaks(recorded, secret), f"not planted: {secret}"
+    assert any(
+        "BEGIN RSA" in json.loads(row["next_observation"]["meta"])["new_scrollback"]
+        for row in recorded
+    )
+
+    out = tmp_path / "curated"
+    curate(run, out, CurationConfig(minhash={"enabled": False}, filters={"noop": "keep"}))
+    curated = pl.read_parquet(sorted((out / "transitions").glob("*/*.parquet"))).to_dicts()
+    assert len(curated) == len(recorded)
+    for secret in (token, slack, password, *body):
+        assert not leaks(curated, secret), secret
