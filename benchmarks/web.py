@@ -37,7 +37,7 @@ from collectors.episode import EpisodeLimits, run_episode
 from collectors.recorder import RunRecorder, read_episode
 from collectors.web.actions import make_action
 from collectors.web.axtree import node_role
-from collectors.web.browser import close_thread_browser
+from collectors.web.browser import close_thread_browser, thread_browser
 from collectors.web.environment import WebConfig, WebEnvironment
 from collectors.web.explore import ExplorePolicy
 from sandboxes.websites import RunningSite, require_site_images, start_site
@@ -109,10 +109,9 @@ def _bare_cycle(env: WebEnvironment, url: str, steps: int) -> list[float]:
     return times
 
 
-def _site_starter(site: RunningSite) -> Callable[[WebConfig], tuple[Any, str]]:
+def _site_starter(site: RunningSite) -> Callable[[WebConfig, Any], tuple[Any, str]]:
     # One site container for the whole measurement: resets would measure Docker, not steps.
     class Shared:
-        base_url = site.base_url
         origin = site.origin
 
         def url(self, path: str) -> str:
@@ -124,7 +123,12 @@ def _site_starter(site: RunningSite) -> Callable[[WebConfig], tuple[Any, str]]:
         def close(self) -> None:
             pass
 
-    return lambda _config: (Shared(), site.definition.start_path)
+    return lambda _config, _network: (Shared(), site.definition.start_path)
+
+
+def _shared_site(site_name: str) -> RunningSite:
+    """The site, started in this thread's browser network (the only place the browser sees)."""
+    return start_site(site_name, network=thread_browser().network)
 
 
 LARGE_PAGE_STEPS = 8
@@ -134,7 +138,7 @@ LARGE_PAGE_STEPS = 8
 def measure_latency(site_name: str, steps: int, rounds: int) -> dict[str, Any]:
     """Per-phase step latency on the site's small and large page, ours vs bare."""
     result: dict[str, Any] = {}
-    with start_site(site_name) as site:
+    with _shared_site(site_name) as site:
         env = WebEnvironment(WebConfig(site=site_name), start_site=_site_starter(site))
         try:
             env.reset(0, None)
@@ -163,7 +167,7 @@ def measure_latency(site_name: str, steps: int, rounds: int) -> dict[str, Any]:
                 log(f"{site_name} {size}: {result[size]}")
         finally:
             env.close()
-            close_thread_browser()
+    close_thread_browser()
     return result
 
 
@@ -225,7 +229,7 @@ def _recorded_step_seconds(run_dir: Path) -> float:
 def measure_growth(sizes: Sequence[int]) -> dict[str, Any]:
     """Tree extraction time against the number of accessibility nodes (Datasette tables)."""
     points = []
-    with start_site("datasette") as site:
+    with _shared_site("datasette") as site:
         env = WebEnvironment(WebConfig(site="datasette"), start_site=_site_starter(site))
         try:
             env.reset(0, None)
@@ -244,7 +248,7 @@ def measure_growth(sizes: Sequence[int]) -> dict[str, Any]:
                 log(f"growth: {points[-1]}")
         finally:
             env.close()
-            close_thread_browser()
+    close_thread_browser()
     xs = [p["nodes"] for p in points]
     ys = [p["extract_s"] for p in points]
     slope, intercept = statistics.linear_regression(xs, ys)

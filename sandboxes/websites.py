@@ -5,10 +5,17 @@ holding an application installed from a public registry and its seeded data. An 
 :func:`start_site`, which starts a *new* container from that image: the seeded data lives in
 the image, so a new container is the reset, and nothing an earlier episode wrote survives.
 
-The container shares the host's network namespace (``network="host"``) so that the host's
-Chromium reaches the server on ``127.0.0.1:<port>``; the port is chosen free on the host, and
-the server listens on loopback only. Startup waits until the start page answers 200 with the
-site's own text, and fails with the server's log tail otherwise.
+Networking: a site never shares the host's network. It runs in a network namespace that has
+nothing but a loopback interface and listens there on :data:`SITE_PORT`: either its own
+namespace, or the one of a :class:`BrowserNetwork`, which holds one browser and the site of
+its current episode and nothing else, so that whatever a page does, the site is all the
+browser can reach. Every site has a stable origin, ``http://<name>.test`` (the ``.test``
+domain is reserved and never resolves on the internet): the browser maps ``*.test`` to its
+namespace's loopback (:data:`BROWSER_HOST_RULES`), so URLs, links and the ``Host`` header
+are the same in every episode and every run. The host reaches a site through a socket opened
+inside its namespace (:meth:`RunningSite.connect`): startup waits until the start page
+answers 200 with the site's own text that way, and fails with the server's log tail
+otherwise.
 
 Sites:
 
@@ -28,32 +35,44 @@ over the wiki folder on disk).
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
+import http.client
 import json
-import re
 import socket
-import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
 from sandboxes.docker import DockerSandbox, Limits, SandboxError, docker_client, require_image
+from sandboxes.images import BASE_IMAGE
+from sandboxes.netns import NamespaceError, NetworkNamespace
 
 SERVER_LOG = "/tmp/site-server.log"
 """Where the server's stdout and stderr go inside the container."""
 
 SITE_LABEL = "worldtrace.site"
+NETWORK_LABEL = "worldtrace.browser_network"
+
+SITE_PORT = 80
+"""Where every site listens, on the loopback of its namespace (a namespace holds one site)."""
+
+SITE_DOMAIN = "test"
+"""Every site is ``http://<name>.test``: a reserved domain that never resolves elsewhere."""
+
+BROWSER_HOST_RULES = f"MAP *.{SITE_DOMAIN} 127.0.0.1, MAP * ~NOTFOUND"
+"""Chromium's ``--host-resolver-rules`` for a browser in a :class:`BrowserNetwork`: site names
+go to the namespace's loopback (the URL's port kept), every other name and address fails to
+resolve."""
 
 # A site serves one browser: a core and a few hundred MB are plenty, and the wall clock only
 # bounds a container whose owner vanished without closing it.
 SITE_LIMITS = Limits(cpus=1.0, memory_mb=768, pids=256, wall_clock_s=6 * 3600)
+
+# The namespace's holder only sleeps. Its wall clock bounds the life of one worker's browser;
+# the browser is started again in a new namespace after it (see collectors.web.browser).
+NETWORK_LIMITS = Limits(cpus=0.1, memory_mb=16, pids=8, wall_clock_s=24 * 3600, disk_mb=16)
 
 
 class SiteError(SandboxError):
@@ -70,12 +89,22 @@ class SiteDefinition:
     start_path: str
     description: str
     command: tuple[str, ...] = field(default=(), repr=False)
-    """Argv of the server inside the container; ``{port}`` is replaced by the chosen port."""
+    """Argv of the server inside the container; ``{port}`` is replaced by :data:`SITE_PORT`."""
     ready_text: str = field(default="", repr=False)
     """Text the start page must contain: proves the 200 came from this site's server."""
     data_format: Literal["sqlite", "tiddlywiki"] = field(default="sqlite", repr=False)
     data_path: str = field(default="", repr=False)
     """The SQLite database file, or the TiddlyWiki folder, inside the container."""
+
+    @property
+    def host(self) -> str:
+        """The site's stable host name, ``<name>.test``."""
+        return f"{self.name}.{SITE_DOMAIN}"
+
+    @property
+    def origin(self) -> str:
+        """The site's stable origin, the same in every episode: ``http://<name>.test``."""
+        return f"http://{self.host}"
 
 
 SITES: dict[str, SiteDefinition] = {
@@ -139,10 +168,6 @@ SITES: dict[str, SiteDefinition] = {
     ),
 }
 
-# Servers say this in their log when the port was taken between our check and their bind.
-_PORT_TAKEN = re.compile(r"address already in use|EADDRINUSE", re.IGNORECASE)
-_START_ATTEMPTS = 3
-
 _versions_lock = threading.Lock()
 _versions_by_image: dict[str, dict[str, str]] = {}
 """App versions per image id: an image's packages never change."""
@@ -175,15 +200,18 @@ def site_definition(name: str) -> SiteDefinition:
 
 
 def require_site_images(names: Iterable[str]) -> None:
-    """Raise a :class:`SiteError` naming every missing image and how to build it."""
+    """Raise a :class:`SiteError` naming every missing image and how to build it.
+
+    The base image is needed too: a browser's network namespace is held by a container of it.
+    """
     definitions = [site_definition(name) for name in names]
     client = docker_client()
     missing = []
-    for definition in definitions:
+    for image in [BASE_IMAGE, *(definition.image for definition in definitions)]:
         try:
-            require_image(definition.image, client)
+            require_image(image, client)
         except SandboxError:
-            missing.append(definition.image)
+            missing.append(image)
     if missing:
         raise SiteError(
             f"site image(s) missing: {', '.join(missing)}; build them with "
@@ -191,21 +219,116 @@ def require_site_images(names: Iterable[str]) -> None:
         )
 
 
+def _namespace_of(sandbox: DockerSandbox) -> NetworkNamespace:
+    container = sandbox.container
+    container.reload()  # the pid is known once the container runs
+    try:
+        return NetworkNamespace(int(container.attrs["State"]["Pid"]))
+    except NamespaceError as error:
+        raise SiteError(str(error)) from None
+
+
+class BrowserNetwork:
+    """A network namespace holding one browser and the site of its current episode, nothing else.
+
+    A small sandbox with no network (a loopback only) keeps the namespace alive for as long as
+    the browser lives. The browser is started inside it (``nsenter --net=`` :attr:`path`) and
+    each episode's site joins it (:func:`start_site` with ``network=``) and listens on its
+    loopback. Nothing else is in this namespace: no other interface, no route, no host port,
+    so no request, WebSocket, WebRTC packet or anything else a page tries reaches anything but
+    the site, whatever the browser's own rules say.
+    """
+
+    def __init__(self) -> None:
+        self.sandbox = DockerSandbox(
+            BASE_IMAGE,
+            limits=NETWORK_LIMITS,
+            network="none",
+            hostname="browser",
+            labels={NETWORK_LABEL: "1"},
+        )
+        self._namespace: NetworkNamespace | None = None
+        self.site: RunningSite | None = None
+        """The site running in this network now (one at a time: they share a port)."""
+
+    def start(self) -> BrowserNetwork:
+        """Start the holder; raise :class:`SandboxError` (or :class:`SiteError`) if it fails."""
+        self.sandbox.start()
+        try:
+            self._namespace = _namespace_of(self.sandbox)
+        except BaseException:
+            self.sandbox.close()
+            raise
+        return self
+
+    @property
+    def namespace(self) -> NetworkNamespace:
+        """The namespace, for sockets opened from the host."""
+        if self._namespace is None:
+            raise SiteError("the browser network is not started")
+        return self._namespace
+
+    @property
+    def path(self) -> str:
+        """A path naming the namespace, for ``nsenter --net=``."""
+        return self.namespace.path
+
+    @property
+    def docker_network(self) -> str:
+        """The ``network`` a sandbox joins this namespace with."""
+        return f"container:{self.sandbox.container.id}"
+
+    def alive(self) -> bool:
+        """Whether the holder still runs (it stops at its wall-clock limit)."""
+        return not self.sandbox.wall_clock_expired and self.sandbox.is_running()
+
+    def close(self) -> None:
+        """Remove the holder; the namespace goes once nothing is left in it. Safe twice."""
+        namespace, self._namespace = self._namespace, None
+        if namespace is not None:
+            namespace.close()
+        self.sandbox.close()
+
+
 class RunningSite:
     """A site served by its own fresh container; close it to discard everything it stored."""
 
-    def __init__(self, definition: SiteDefinition, sandbox: DockerSandbox, port: int) -> None:
+    def __init__(
+        self,
+        definition: SiteDefinition,
+        sandbox: DockerSandbox,
+        network: BrowserNetwork | None = None,
+    ) -> None:
         self.definition = definition
         self.sandbox = sandbox
-        self.port = port
-        self.base_url = f"http://127.0.0.1:{port}"
-        self.origin = self.base_url
+        self.network = network
+        self.origin = definition.origin
+        self.namespace = _namespace_of(sandbox)
         self._server: str | None = None
         self._closed = False
 
     def url(self, path: str) -> str:
         """Return the absolute URL of ``path`` (e.g. ``/newticket``) on this site."""
-        return self.base_url + (path if path.startswith("/") else "/" + path)
+        return self.origin + (path if path.startswith("/") else "/" + path)
+
+    def connect(self, timeout: float = 10.0) -> socket.socket:
+        """Return a TCP connection to the site's server, made inside its network namespace.
+
+        The site is reachable nowhere else; an HTTP client speaking over this connection
+        should send ``Host: <definition.host>``, as the browser does.
+        """
+        return self.namespace.connect(("127.0.0.1", SITE_PORT), timeout)
+
+    def get(self, path: str, timeout: float = 10.0) -> tuple[int, str]:
+        """GET ``path`` from the server as the browser would; return the status and body."""
+        connection = http.client.HTTPConnection(self.definition.host, SITE_PORT, timeout=timeout)
+        connection.sock = self.connect(timeout)
+        try:
+            connection.request("GET", path)
+            response = connection.getresponse()
+            return response.status, response.read().decode("utf-8", errors="replace")
+        finally:
+            connection.close()
 
     def read_data(self, query: str) -> list[dict[str, Any]]:
         """Read the application's stored data.
@@ -268,6 +391,9 @@ class RunningSite:
     def close(self) -> None:
         """Remove the container and everything the site stored; safe to call twice."""
         self._closed = True
+        if self.network is not None and self.network.site is self:
+            self.network.site = None
+        self.namespace.close()
         self.sandbox.close()
 
     def __enter__(self) -> RunningSite:
@@ -282,39 +408,31 @@ class RunningSite:
         self.close()
 
     def __repr__(self) -> str:
-        return f"RunningSite({self.definition.name!r}, {self.base_url!r})"
+        return f"RunningSite({self.definition.name!r}, {self.origin!r})"
 
     def _start_server(self) -> None:
-        argv = [part.replace("{port}", str(self.port)) for part in self.definition.command]
+        argv = [part.replace("{port}", str(SITE_PORT)) for part in self.definition.command]
         self._server = self.sandbox.start_background(argv, log_path=SERVER_LOG)
 
     def _wait_ready(self, deadline: float, timeout_s: float) -> None:
         """Poll the start page until it answers 200 with the site's text, or raise."""
         assert self._server is not None
-        # Our own loopback server: a proxy from the environment must not be used.
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         url = self.url(self.definition.start_path)
         last = "no answer yet"
         while True:
             exit_code = self.sandbox.background_exit_code(self._server)
             if exit_code is not None:
-                log = self.logs(40)
-                if _PORT_TAKEN.search(log):
-                    raise _PortTaken(log)
                 raise SiteError(
                     f"{self.definition.name} server exited with code {exit_code} before "
-                    f"serving {url}; log tail:\n{log}"
+                    f"serving {url}; log tail:\n{self.logs(40)}"
                 )
             try:
-                with opener.open(url, timeout=5) as response:
-                    body = response.read().decode("utf-8", errors="replace")
-                    if response.status == 200 and self.definition.ready_text in body:
-                        return
-                    last = f"HTTP {response.status} without {self.definition.ready_text!r}"
-            except urllib.error.HTTPError as error:
-                last = f"HTTP {error.code}"
-            except (OSError, urllib.error.URLError) as error:
-                last = str(getattr(error, "reason", error))
+                status, body = self.get(self.definition.start_path, timeout=5)
+                if status == 200 and self.definition.ready_text in body:
+                    return
+                last = f"HTTP {status} without {self.definition.ready_text!r}"
+            except (OSError, http.client.HTTPException) as error:
+                last = str(error) or type(error).__name__
             if time.monotonic() >= deadline:
                 raise SiteError(
                     f"{self.definition.name} did not serve {url} within {timeout_s:g}s "
@@ -323,58 +441,43 @@ class RunningSite:
             time.sleep(0.1)
 
 
-class _PortTaken(Exception):
-    """The chosen port was taken before the server bound it; try another."""
-
-
-@contextlib.contextmanager
-def _port_lock() -> Iterator[None]:
-    # Held from choosing a port until the server listens on it, so that parallel episodes on
-    # this host (other processes included) never pick the same free port.
-    path = Path(tempfile.gettempdir()) / "worldtrace-site-ports.lock"
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def start_site(name: str, startup_timeout_s: float = 60.0) -> RunningSite:
+def start_site(
+    name: str, startup_timeout_s: float = 60.0, network: BrowserNetwork | None = None
+) -> RunningSite:
     """Start site ``name`` in a fresh container (its reset) and return it once it serves.
 
-    Raises ValueError for an unknown name, :class:`SiteError` with the server's log tail if
-    the start page does not answer 200 within ``startup_timeout_s`` (the container is removed
-    then), and :class:`SandboxError` if the image is missing.
+    With ``network`` the site joins that browser's namespace; without, it gets a namespace of
+    its own (reachable only through :meth:`RunningSite.connect`). Raises ValueError for an
+    unknown name, :class:`SiteError` with the server's log tail if the start page does not
+    answer 200 within ``startup_timeout_s`` (the container is removed then), and
+    :class:`SandboxError` if the image is missing.
     """
     definition = site_definition(name)
-    deadline = time.monotonic() + startup_timeout_s
-    for attempt in range(1, _START_ATTEMPTS + 1):
-        sandbox = DockerSandbox(
-            definition.image,
-            limits=SITE_LIMITS,
-            network="host",
-            hostname=f"site-{name}",
-            labels={SITE_LABEL: name},
+    if network is not None and network.site is not None:
+        raise SiteError(
+            f"cannot start {name}: this browser network still runs {network.site!r}; "
+            "close it first (a browser network holds one site at a time)"
         )
-        sandbox.start()
-        try:
-            with _port_lock():
-                site = RunningSite(definition, sandbox, _free_port())
-                site._start_server()
-                site._wait_ready(deadline, startup_timeout_s)
-            return site
-        except _PortTaken as taken:
-            sandbox.close()
-            if attempt == _START_ATTEMPTS:
-                raise SiteError(f"{name}: no free port after {attempt} tries:\n{taken}") from None
-        except BaseException:
-            sandbox.close()
-            raise
-    raise AssertionError("unreachable")
+    deadline = time.monotonic() + startup_timeout_s
+    sandbox = DockerSandbox(
+        definition.image,
+        limits=SITE_LIMITS,
+        network=network.docker_network if network is not None else "none",
+        hostname=f"site-{name}",
+        labels={SITE_LABEL: name},
+    )
+    sandbox.start()
+    try:
+        site = RunningSite(definition, sandbox, network)
+    except BaseException:
+        sandbox.close()
+        raise
+    if network is not None:
+        network.site = site
+    try:
+        site._start_server()
+        site._wait_ready(deadline, startup_timeout_s)
+    except BaseException:
+        site.close()
+        raise
+    return site

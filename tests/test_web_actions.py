@@ -24,7 +24,7 @@ EXAMPLES = {
     "new_tab": "new_tab()",
     "go_back": "go_back()",
     "go_forward": "go_forward()",
-    "goto": "goto('http://127.0.0.1:8000/wiki')",
+    "goto": "goto('http://trac.test/wiki')",
     "tab_close": "tab_close()",
     "select_option": "select_option('c48', ['red', 'green', 'blue'])",
     "send_msg_to_user": 'send_msg_to_user("The city was built in 1751.")',

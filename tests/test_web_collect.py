@@ -54,7 +54,7 @@ def test_collect_web_produces_transitions_that_pass_the_schema_and_load_in_polar
             "tab_close", "tab_focus", "new_tab", "goto",
         }  # fmt: skip
         meta = transition.next_observation.meta
-        assert meta["url"].startswith("http://127.0.0.1:") or meta["url"] == "about:blank"
+        assert meta["url"].startswith("http://datasette.test/") or meta["url"] == "about:blank"
         assert isinstance(meta["noop"], bool)
         assert set(meta["timing"]) >= {"action_s", "settle_s", "extract_s", "screenshot_s"}
         screenshot = transition.next_observation.screenshot

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 
+from collectors.web import WebCollector
+from collectors.web.actions import parse_action
 from collectors.web.axtree import find_bid, flatten_axtree
 from collectors.web.browser import chromium_path
-from collectors.web.environment import WebEnvironment
+from collectors.web.environment import WATCHDOG_GRACE_S, WebEnvironment
 from tests.web_test_pages import TestPages, bid, environment_on_pages, serve_test_pages, step
 
 try:
@@ -257,3 +260,64 @@ def test_report_infeasible_ends_the_episode_and_messages_are_recorded(env: WebEn
     ]
     assert said.terminated is False
     assert step(env, "report_infeasible('no such page')").terminated is True
+
+
+@pytest.mark.timeout(90)  # the old collector waited forever here: fail instead of hanging
+def test_a_frame_that_cannot_be_read_is_left_out_instead_of_waited_for(pages) -> None:
+    env = environment_on_pages(pages, start_path="/file_iframe.html")
+    try:
+        started = time.monotonic()
+        first = env.reset(seed=0, task=None)
+        assert time.monotonic() - started < 15
+        text = flatten_axtree(first["axtree"])
+        assert "Iframe 'Host file'" in text
+        assert "StaticText 'Inside the frame'" in text  # the readable frame is still read
+        started = time.monotonic()
+        outcome = env.step(parse_action(f"click('{bid(first, 'button', 'Click me')}')"), 10)
+        assert time.monotonic() - started < 10
+        assert outcome.error is None and outcome.truncated is False
+        assert "button 'Clicked'" in flatten_axtree(outcome.observation["axtree"])
+    finally:
+        env.close()
+
+
+@pytest.mark.timeout(90)
+def test_a_step_blocked_in_the_page_ends_in_time_and_the_next_episode_works(pages) -> None:
+    # The key press never returns (the page's key handler never does): no Playwright timeout
+    # covers it, so the watchdog kills the browser once the step overruns.
+    env = environment_on_pages(pages, start_path="/stuck_keys.html")
+    try:
+        env.reset(seed=0, task=None)
+        started = time.monotonic()
+        outcome = env.step(parse_action("keyboard_press('a')"), timeout_s=3)
+        took = time.monotonic() - started
+        assert took < 3 + WATCHDOG_GRACE_S + 2, took
+        assert outcome.truncated is True
+        assert outcome.error == "step timed out: still running 3 s after the action started"
+        assert outcome.observation["unresponsive"] is True
+        # The same thread's next episode gets a new browser.
+        again = env.reset(seed=1, task=None)
+        assert again["title"] == "Stuck keys"
+        assert step(env, "scroll(0, 100)").error is None
+    finally:
+        env.close()
+
+
+@pytest.mark.timeout(90)
+def test_interrupt_makes_a_blocked_step_return_at_once(pages) -> None:
+    env = environment_on_pages(pages, start_path="/stuck_keys.html")
+    try:
+        env.reset(seed=0, task=None)
+        # As on SIGTERM: the signal handler (another thread here) interrupts the domain.
+        timer = threading.Timer(1.0, WebCollector().interrupt)
+        timer.start()
+        started = time.monotonic()
+        outcome = env.step(parse_action("keyboard_press('a')"), timeout_s=60)
+        took = time.monotonic() - started
+        timer.join()
+        assert took < 1.0 + 3, took
+        assert outcome.truncated is True
+        assert outcome.error == "interrupted: the run was asked to stop"
+        assert env.reset(seed=1, task=None)["title"] == "Stuck keys"
+    finally:
+        env.close()

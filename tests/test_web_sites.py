@@ -8,12 +8,28 @@ from urllib.parse import urlsplit
 import pytest
 
 from collectors.base import HistoryItem
-from collectors.web.axtree import flatten_axtree
+from collectors.web.axtree import flatten_axtree, node_property
 from collectors.web.environment import WebConfig, WebEnvironment
 from collectors.web.explore import ExplorePolicy
 from tests.web_test_pages import bid, step
 
 pytestmark = pytest.mark.docker
+
+
+def link_urls(observation: dict) -> list[str]:
+    """Every URL the page's tree shows (links, frames, the document itself)."""
+    urls = [node_property(node, "url") for node in observation["axtree"]["nodes"]]
+    return [str(url) for url in urls if url]
+
+
+def assert_stable_links(observation: dict, origin: str) -> None:
+    """The app built every link on the stable origin (Trac makes absolute ones from Host)."""
+    for url in link_urls(observation):
+        parts = urlsplit(url)
+        assert parts.hostname not in ("127.0.0.1", "localhost"), url
+        assert parts.port is None, url  # no port of the day anywhere
+        if parts.hostname and parts.hostname.endswith(".test"):
+            assert url.startswith(origin + "/"), url
 
 
 @pytest.fixture
@@ -30,8 +46,10 @@ def test_a_known_page_shows_the_expected_roles_names_and_ids(trac: WebEnvironmen
     assert "heading 'Welcome to Skylark'" in text
     for role, name in [("link", "NEW TICKET"), ("link", "VIEW TICKETS"), ("button", "Search")]:
         assert f"[{bid(first, role, name)}] {role} '{name}'" in text
-    assert first["url"] == trac.site.url("/")  # type: ignore[union-attr]
+    assert first["url"] == "http://trac.test/"
     assert first["title"] == "Skylark"
+    assert "http://trac.test/wiki" in link_urls(first)
+    assert_stable_links(first, "http://trac.test")
 
 
 def test_fill_then_click_creates_a_ticket_in_the_tree_and_in_trac_s_database(trac):
@@ -48,7 +66,9 @@ def test_fill_then_click_creates_a_ticket_in_the_tree_and_in_trac_s_database(tra
         "select id, status, reporter from ticket where summary='Thumbnails are blurry'"
     )
     assert len(rows) == 1 and rows[0]["status"] == "new"
-    assert f"/ticket/{rows[0]['id']}" in created.observation["url"]
+    # Trac answers the form with a redirect to an absolute URL made from the Host header.
+    assert created.observation["url"] == f"http://trac.test/ticket/{rows[0]['id']}#ticket"
+    assert_stable_links(created.observation, "http://trac.test")
     assert "Thumbnails are blurry" in text
 
 
@@ -79,6 +99,7 @@ def test_the_exploring_policy_stays_on_its_site_over_a_long_walk(site_images, si
     try:
         observation = env.reset(seed=3, task=None)
         origin = env.site.origin  # type: ignore[union-attr]
+        assert origin == f"http://{site}.test"
         policy.reset(3, None)
         history: list[HistoryItem] = []
         states = set()
@@ -89,6 +110,7 @@ def test_the_exploring_policy_stays_on_its_site_over_a_long_walk(site_images, si
             history.append(HistoryItem(action, observation, outcome.error))
             for tab in observation["tabs"]:
                 assert tab["url"] == "about:blank" or tab["url"].startswith(origin), tab
+            assert_stable_links(observation, origin)
             assert not [e for e in observation["events"]["blocked"] if "navigation" in e["reason"]]
             states.add((urlsplit(observation["url"]).path, flatten_axtree(observation["axtree"])))
         # A walk that explores: many different states (TiddlyWiki is one URL, so count states

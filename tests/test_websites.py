@@ -5,24 +5,97 @@ from __future__ import annotations
 import re
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
 import docker
+import httpcore
 import httpx
 import pytest
 
-from sandboxes import websites
-from sandboxes.websites import SITES, RunningSite, SiteError, require_site_images, start_site
+from sandboxes.websites import (
+    SITE_LABEL,
+    SITES,
+    BrowserNetwork,
+    RunningSite,
+    SiteError,
+    require_site_images,
+    start_site,
+)
 
 pytestmark = pytest.mark.docker
 
 
-def http() -> httpx.Client:
-    # trust_env=False: the servers are on loopback and an environment proxy must not be used.
-    return httpx.Client(trust_env=False, timeout=30, follow_redirects=True)
+class _SocketStream(httpcore.NetworkStream):
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        self._sock.settimeout(timeout)
+        return self._sock.recv(max_bytes)
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._sock.settimeout(timeout)
+        self._sock.sendall(buffer)
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+class _InsideSite(httpcore.NetworkBackend):
+    """Connects to the site's server inside its network namespace, whatever the URL says."""
+
+    def __init__(self, site: RunningSite) -> None:
+        self._site = site
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: object = None,
+    ) -> httpcore.NetworkStream:
+        return _SocketStream(self._site.connect(timeout or 30))
+
+
+class _SiteTransport(httpx.BaseTransport):
+    """httpx over connections made inside the site's namespace (the host cannot reach it)."""
+
+    def __init__(self, site: RunningSite) -> None:
+        self._pool = httpcore.ConnectionPool(network_backend=_InsideSite(site))
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self._pool.handle_request(
+            httpcore.Request(
+                method=request.method,
+                url=httpcore.URL(
+                    scheme=request.url.raw_scheme,
+                    host=request.url.raw_host,
+                    port=request.url.port,
+                    target=request.url.raw_path,
+                ),
+                headers=request.headers.raw,
+                content=request.stream,
+                extensions=request.extensions,
+            )
+        )
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.headers,
+            content=response.read(),
+            extensions=response.extensions,
+        )
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def http(site: RunningSite) -> httpx.Client:
+    """An HTTP client for ``site``'s own URLs (``http://<name>.test/...``)."""
+    return httpx.Client(transport=_SiteTransport(site), timeout=30, follow_redirects=True)
 
 
 def wait_for(read: Callable[[], list[dict[str, Any]]], timeout: float = 15) -> list:
@@ -37,7 +110,7 @@ def wait_for(read: Callable[[], list[dict[str, Any]]], timeout: float = 15) -> l
 
 
 def create_trac_ticket(site: RunningSite, summary: str) -> None:
-    with http() as client:
+    with http(site) as client:
         form = client.get(site.url("/newticket")).text
         token = re.search(r'name="__FORM_TOKEN" value="([^"]+)"', form).group(1)
         response = client.post(
@@ -64,7 +137,7 @@ def trac_ticket(site: RunningSite, summary: str) -> list[dict[str, Any]]:
 
 
 def add_datasette_review(site: RunningSite, body: str) -> None:
-    with http() as client:
+    with http(site) as client:
         form = client.get(site.url("/library/add_review")).text
         token = re.search(r'name="csrftoken" value="([^"]+)"', form).group(1)
         response = client.post(
@@ -88,7 +161,7 @@ def datasette_review(site: RunningSite, body: str) -> list[dict[str, Any]]:
 
 
 def put_tiddler(site: RunningSite, title: str) -> None:
-    with http() as client:
+    with http(site) as client:
         response = client.put(
             site.url(f"/recipes/default/tiddlers/{title}"),
             json={"title": title, "text": "Written by the test.", "tags": "Recipe"},
@@ -151,10 +224,10 @@ def test_site_serves_its_seeded_content(site_images, name):
     started = time.monotonic()
     with start_site(name) as site:
         took = time.monotonic() - started
-        assert re.fullmatch(r"http://127\.0\.0\.1:\d+", site.base_url)
-        assert site.origin == site.base_url
-        assert site.url("/a?b=1") == site.base_url + "/a?b=1"
-        with http() as client:
+        # The same origin in every episode and run: no port of the day in any URL.
+        assert site.origin == f"http://{name}.test"
+        assert site.url("/a?b=1") == f"http://{name}.test/a?b=1"
+        with http(site) as client:
             for path, text in SEEDED_PAGES[name]:
                 response = client.get(site.url(path))
                 assert response.status_code == 200, path
@@ -190,11 +263,13 @@ def test_a_write_through_the_app_is_stored_and_a_new_start_is_a_reset(site_image
         write(site, marker)
         rows = wait_for(lambda: read(site, marker))
         assert len(rows) == 1
+        # The root filesystem is read-only: the app writes only where its image says.
+        assert "read-only file system" not in site.logs().lower()
     with start_site(name) as fresh:
         assert read(fresh, marker) == []
 
 
-def test_trac_ticket_fields_are_stored_as_submitted(site_images):
+def test_trac_stores_ticket_fields_as_submitted_and_uploaded_files(site_images):
     with start_site("trac") as site:
         create_trac_ticket(site, "Thumbnails are blurry on HiDPI screens")
         [row] = trac_ticket(site, "Thumbnails are blurry on HiDPI screens")
@@ -204,31 +279,49 @@ def test_trac_ticket_fields_are_stored_as_submitted(site_images):
             "component": "Search",
             "reporter": "tester",
         }
+        # An upload lands in the environment's files folder (on the sandbox's capped disk).
+        upload = site.url("/attachment/wiki/WikiStart/?action=new")
+        with http(site) as client:
+            form = client.get(upload).text
+            token = re.search(r'name="__FORM_TOKEN" value="([^"]+)"', form).group(1)
+            response = client.post(
+                upload,
+                data={"__FORM_TOKEN": token, "action": "new", "description": "notes"},
+                files={"attachment": ("notes.txt", b"bring the tripod\n", "text/plain")},
+            )
+        # Trac redirects to an absolute URL it builds from the Host header.
+        assert response.url == "http://trac.test/attachment/wiki/WikiStart/"
+        assert "notes.txt" in response.text
+        [attachment] = site.read_data("select filename, size from attachment")
+        assert attachment == {"filename": "notes.txt", "size": 17}
+        stored = site.sandbox.exec(["grep", "-rl", "bring the tripod", "/srv/trac/files"])
+        assert stored.exit_code == 0, stored.stderr
 
 
 def test_two_copies_of_a_site_run_at_once_and_stay_apart(site_images):
     with ThreadPoolExecutor(2) as pool:
         first, second = pool.map(lambda _: start_site("trac"), range(2))
     with first, second:
-        assert first.base_url != second.base_url
+        # Same origin, separate namespaces: each listens on its own loopback.
+        assert first.namespace.identity() != second.namespace.identity()
         create_trac_ticket(first, "Only in the first copy")
         assert len(trac_ticket(first, "Only in the first copy")) == 1
         assert trac_ticket(second, "Only in the first copy") == []
-        with http() as client:
+        with http(second) as client:
             assert client.get(second.url("/report/1")).status_code == 200
 
 
 def test_different_sites_run_side_by_side(site_images):
-    with start_site("datasette") as data, start_site("tiddlywiki") as wiki, http() as client:
-        assert data.base_url != wiki.base_url
-        assert "Riverside Public Library" in client.get(data.url("/")).text
-        assert "Maple Street Notebook" in client.get(wiki.url("/")).text
+    with start_site("datasette") as data, start_site("tiddlywiki") as wiki:
+        assert data.origin != wiki.origin
+        with http(data) as client:
+            assert "Riverside Public Library" in client.get(data.url("/")).text
+        with http(wiki) as client:
+            assert "Maple Street Notebook" in client.get(wiki.url("/")).text
 
 
 def site_containers(name: str) -> list:
-    return docker.from_env().containers.list(
-        all=True, filters={"label": f"{websites.SITE_LABEL}={name}"}
-    )
+    return docker.from_env().containers.list(all=True, filters={"label": f"{SITE_LABEL}={name}"})
 
 
 def test_a_server_that_crashes_is_a_clear_error_with_its_log(site_images, monkeypatch):
@@ -247,23 +340,34 @@ def test_a_server_that_crashes_is_a_clear_error_with_its_log(site_images, monkey
 
 def test_a_server_that_is_not_up_in_time_is_a_clear_error(site_images):
     before = {c.id for c in site_containers("datasette")}
-    with pytest.raises(SiteError, match=r"did not serve http://127\.0\.0\.1:\d+/ within 0\.2s"):
+    with pytest.raises(SiteError, match=r"did not serve http://datasette\.test/ within 0\.2s"):
         start_site("datasette", startup_timeout_s=0.2)
     assert {c.id for c in site_containers("datasette")} <= before
 
 
-def test_a_port_taken_before_the_server_binds_it_is_retried(site_images, monkeypatch):
-    with socket.socket() as squatter:
-        # Bound, not listening: the server's bind fails, and connecting is refused at once.
-        squatter.bind(("127.0.0.1", 0))
-        taken = squatter.getsockname()[1]
-        ports = iter([taken])
-        choose = websites._free_port
-        monkeypatch.setattr(websites, "_free_port", lambda: next(ports, None) or choose())
-        with start_site("tiddlywiki") as site:
-            assert site.port != taken
-            with http() as client:
-                assert client.get(site.url("/")).status_code == 200
+@pytest.fixture
+def network(site_images) -> Iterator[BrowserNetwork]:
+    started = BrowserNetwork().start()
+    yield started
+    started.close()
+
+
+def test_a_browser_network_holds_one_site_and_nothing_else(network: BrowserNetwork):
+    # Its namespace has a loopback and no other interface: nothing but the site to reach.
+    assert [name for _, name in network.namespace.run(socket.if_nameindex)] == ["lo"]
+    with start_site("tiddlywiki", network=network) as wiki:
+        assert wiki.namespace.identity() == network.namespace.identity()
+        assert network.site is wiki
+        with pytest.raises(SiteError, match=r"still runs RunningSite\('tiddlywiki'"):
+            start_site("trac", network=network)
+        with http(wiki) as client:
+            assert client.get(wiki.url("/")).status_code == 200
+    assert network.site is None
+    with start_site("trac", network=network) as trac, http(trac) as client:
+        assert "Skylark" in client.get(trac.url("/")).text
+    # Not reachable from the host's own network at all.
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", 80), timeout=2):
+        pass
 
 
 def test_bad_queries_names_and_images_are_clear_errors(site_images, monkeypatch):

@@ -1,5 +1,9 @@
-"""Pages written for the web unit tests, served on loopback (not one of the real sites), and
-the small helpers every web test uses.
+"""Pages written for the web unit tests (not one of the real sites), and the small helpers
+every web test uses.
+
+The browser lives in a network namespace of its own (``collectors.web.browser``), so the
+pages are served inside that namespace, on its loopback, at ``http://pages.test:<port>``: a
+server is started in each browser network that asks for the pages.
 
 The real sites (``sandboxes.websites``) are what the corpus is collected on; these pages hold
 the awkward cases in one place — dialogs, pop-ups, iframes, downloads, a page that never
@@ -21,6 +25,7 @@ from collectors.base import StepOutcome
 from collectors.web.actions import parse_action
 from collectors.web.axtree import find_bid, flatten_axtree
 from collectors.web.environment import WebConfig, WebEnvironment
+from sandboxes.websites import SITE_DOMAIN, BrowserNetwork
 
 PAGES = Path(__file__).parent / "web_pages"
 
@@ -70,18 +75,15 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         time.sleep(30)
 
 
-class TestPages:
-    """The test pages as a site handle for :class:`WebEnvironment` (a stand-in for a site)."""
+class PagesSite:
+    """The test pages as one browser network sees them: a site handle for the environment."""
 
-    __test__ = False  # not a pytest test class
-
-    def __init__(self, server: http.server.ThreadingHTTPServer) -> None:
-        self.base_url = f"http://127.0.0.1:{server.server_port}"
-        self.origin = self.base_url
+    def __init__(self, port: int) -> None:
+        self.origin = f"http://pages.{SITE_DOMAIN}:{port}"
 
     def url(self, path: str) -> str:
         """Absolute URL of ``path``."""
-        return self.base_url + path
+        return self.origin + path
 
     def versions(self) -> dict[str, str]:
         """The pages have no version but this one."""
@@ -91,26 +93,55 @@ class TestPages:
         """Nothing to stop: the server lives as long as the fixture."""
 
 
+class TestPages:
+    """Serves the test pages in every browser network that asks, until closed."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self) -> None:
+        self._servers: dict[str, http.server.ThreadingHTTPServer] = {}
+        self._lock = threading.Lock()
+
+    def site_in(self, network: BrowserNetwork) -> PagesSite:
+        """The pages as served in ``network`` (started there on first use)."""
+        key = network.namespace.identity()
+        with self._lock:
+            server = self._servers.get(key)
+            if server is None:
+                handler = functools.partial(_Handler, directory=str(PAGES))
+                # The listening socket is made inside the namespace, so it lives there.
+                server = network.namespace.run(
+                    lambda: http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+                )
+                server.daemon_threads = True
+                threading.Thread(target=server.serve_forever, daemon=True).start()
+                self._servers[key] = server
+        return PagesSite(server.server_port)
+
+    def close(self) -> None:
+        """Stop every server."""
+        with self._lock:
+            servers, self._servers = list(self._servers.values()), {}
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+
+
 @contextmanager
 def serve_test_pages() -> Iterator[TestPages]:
-    """Serve ``tests/web_pages`` and the generated pages on a free loopback port."""
-    handler = functools.partial(_Handler, directory=str(PAGES))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    """Serve ``tests/web_pages`` and the generated pages to the browsers of this process."""
+    pages = TestPages()
     try:
-        yield TestPages(server)
+        yield pages
     finally:
-        server.shutdown()
-        server.server_close()
+        pages.close()
 
 
 def environment_on_pages(pages: TestPages, start_path: str = "/index.html", **config: object):
     """A web environment whose every reset opens ``start_path`` of the test pages."""
     return WebEnvironment(
         WebConfig(site="test-pages", **config),  # type: ignore[arg-type]
-        start_site=lambda _config: (pages, start_path),
+        start_site=lambda _config, network: (pages.site_in(network), start_path),
     )
 
 

@@ -83,6 +83,12 @@ class WebCollector(Collector):
             raise LookupError(f"the site {site!r} has no scripted tasks")
         return EpisodePlan(index=index, seed=seed, task=library[index % len(library)])
 
+    def interrupt(self) -> None:
+        """Kill every browser this process launched: steps blocked in them return at once."""
+        from collectors.web.browser import kill_all_browsers
+
+        kill_all_browsers("interrupted: the run was asked to stop")
+
     def task_library(self) -> list[Task]:
         """Every scripted web task, all sites."""
         from collectors.web.site_tasks import TASKS

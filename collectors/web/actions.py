@@ -2,7 +2,7 @@
 
 A policy (or a trajectory from elsewhere) writes actions as BrowserGym does::
 
-    click('a51')   fill('12', "text")   goto('http://127.0.0.1:8000/wiki')
+    click('a51')   fill('12', "text")   goto('http://trac.test/wiki')
     scroll(0, 200)   keyboard_press('Enter')   select_option('48', ["red", "blue"])
 
 :func:`parse_action` reads such a string with :mod:`ast` and accepts exactly one call of a
@@ -115,7 +115,7 @@ def go_forward() -> None:
 
 
 def goto(url: str) -> None:
-    """Navigate the active tab: ``goto('http://127.0.0.1:8000/wiki')``."""
+    """Navigate the active tab: ``goto('http://trac.test/wiki')``."""
 
 
 def tab_close() -> None:

@@ -1,11 +1,15 @@
 """The web environment: a fresh browser context on a freshly reset site, per episode.
 
 Each episode starts the site's sandbox from its seeded image (so its data is the same every
-time), opens a new Chromium context that may reach only that site, and loads the site's start
-page. A step runs one BrowserGym action, waits for the page to settle, and reads the page
+time) inside the network namespace of the thread's browser (:mod:`collectors.web.browser`),
+so the site is all the browser can reach; opens a new Chromium context, whose request routing
+refuses and records everything but the site's origin; and loads the site's start page. A step
+runs one BrowserGym action, waits for the page to settle, and reads the page
 (:mod:`collectors.web.observation`). Everything that happens around the action — dialogs,
-pop-ups, downloads, blocked requests, a crashed renderer — is recorded in the observation;
-none of it can hang the worker, because every wait has a cap.
+pop-ups, downloads, blocked requests, a crashed renderer — is recorded in the observation.
+None of it can hang the worker: every wait has a cap, every read of the page a timeout, and a
+step that still overruns its time (a page stuck in a key handler) has its browser killed by a
+watchdog and ends the episode with the reason.
 """
 
 from __future__ import annotations
@@ -25,9 +29,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from collectors.base import Environment, RawObservation, StepOutcome, Task
 from collectors.web.actions import ActionRefused, run_action
 from collectors.web.axtree import flatten_axtree
-from collectors.web.browser import chromium_version, thread_browser
-from collectors.web.observation import read_page, responsive
+from collectors.web.browser import ThreadBrowser, chromium_version, deadline, thread_browser
+from collectors.web.observation import page_title, read_page, responsive
 from collectors.web.tasks import PageCheck
+from sandboxes.websites import BrowserNetwork
 from schemas import Action, EnvironmentRef
 
 ACTION_GRACE_S = 0.05
@@ -35,6 +40,15 @@ ACTION_GRACE_S = 0.05
 
 DATA_CHECK_PATIENCE_S = 5.0
 """How long a data check keeps asking before it counts as failed."""
+
+WATCHDOG_GRACE_S = 2.0
+"""How far past its timeout a step may run before its browser is killed."""
+
+READ_BUDGET_S = 60.0
+"""What reading a page may take on top of loading it, in a reset or a task's page check."""
+
+TITLE_TIMEOUT_MS = 2000
+"""How long a tab's title may take to read; a tab busy longer shows no title."""
 
 
 class WebConfig(BaseModel):
@@ -73,8 +87,8 @@ class WebConfig(BaseModel):
 class SiteHandle(Protocol):
     """A running site as the environment needs it (``sandboxes.websites.RunningSite``)."""
 
-    base_url: str
     origin: str
+    """Scheme and host (and port, if not the default) the browser reaches the site on."""
 
     def url(self, path: str) -> str:
         """Absolute URL of ``path`` on the site."""
@@ -89,15 +103,16 @@ class SiteHandle(Protocol):
         ...
 
 
-SiteStarter = Callable[[WebConfig], tuple[SiteHandle, str]]
-"""Starts a fresh site for an episode; returns it and its start path."""
+SiteStarter = Callable[[WebConfig, BrowserNetwork], tuple[SiteHandle, str]]
+"""Starts a fresh site for an episode in the browser's network; returns it and its start
+path."""
 
 
-def start_registered_site(config: WebConfig) -> tuple[SiteHandle, str]:
+def start_registered_site(config: WebConfig, network: BrowserNetwork) -> tuple[SiteHandle, str]:
     """Start ``config.site`` from the site registry in a fresh sandbox (the reset)."""
     from sandboxes.websites import start_site
 
-    site = start_site(config.site, startup_timeout_s=config.site_startup_timeout_s)
+    site = start_site(config.site, startup_timeout_s=config.site_startup_timeout_s, network=network)
     return site, site.definition.start_path
 
 
@@ -110,6 +125,7 @@ class WebEnvironment(Environment):
         self.config = config or WebConfig()
         self._start_site = start_site or start_registered_site
         self.site: SiteHandle | None = None
+        self.browser: ThreadBrowser | None = None
         self.context: BrowserContext | None = None
         self._page: Page | None = None
         self._cdp: dict[int, CDPSession] = {}
@@ -150,9 +166,26 @@ class WebEnvironment(Environment):
     def reset(self, seed: int, task: Task | None) -> RawObservation:
         """Start a fresh site and context, open the start page (or the task's), observe it."""
         self.close()
-        self.site, start_path = self._start_site(self.config)
+        browser = self.browser = thread_browser()
+        self.site, start_path = self._start_site(self.config, browser.network)
         start_path = getattr(task, "start_path", None) or start_path
-        context = thread_browser().new_context(
+        limit_s = self.config.navigation_timeout_s + self.config.settle_cap_s + READ_BUDGET_S
+        with deadline(browser, limit_s, f"opening the start page took over {limit_s:g} s"):
+            try:
+                observation = self._open(start_path)
+            except PlaywrightError as error:
+                if browser.alive():
+                    raise
+                observation = None
+                self._broken = self._why_browser_gone(error)
+        if self._broken is not None:
+            raise RuntimeError(f"the start page of {self.config.site} broke: {self._broken}")
+        assert observation is not None
+        return observation
+
+    def _open(self, start_path: str) -> RawObservation:
+        assert self.browser is not None and self.site is not None
+        context = self.browser.browser.new_context(
             viewport={"width": self.config.viewport_width, "height": self.config.viewport_height},
             accept_downloads=True,
             service_workers="block",
@@ -168,17 +201,37 @@ class WebEnvironment(Environment):
         page = context.new_page()
         self._page = page
         started = time.perf_counter()
-        error = self._attempt(lambda: page.goto(self.site.url(start_path)))  # type: ignore[union-attr]
-        if error is not None:
+        site = self.site
+        error = self._attempt(lambda: page.goto(site.url(start_path)))
+        if error is not None and self.browser.alive():
             raise RuntimeError(f"the start page of {self.config.site} did not load: {error}")
-        observation = self._observe({"action_s": round(time.perf_counter() - started, 6)})
-        if self._broken is not None:
-            raise RuntimeError(f"the start page of {self.config.site} broke: {self._broken}")
-        return observation
+        return self._observe({"action_s": round(time.perf_counter() - started, 6)})
 
     def step(self, action: Action, timeout_s: float) -> StepOutcome:
-        """Run one action, let the page settle, and observe it."""
+        """Run one action, let the page settle, and observe it, within about ``timeout_s``.
+
+        A step still running :data:`WATCHDOG_GRACE_S` after ``timeout_s`` (a page that blocks
+        in a key handler, a frame that never answers) has its browser killed: the episode
+        ends there, truncated, with the reason as the step's error.
+        """
+        browser = self.browser
+        if browser is None or self._page is None:
+            raise RuntimeError("the web environment is not reset")
         started = time.perf_counter()
+        reason = f"step timed out: still running {timeout_s:g} s after the action started"
+        with deadline(browser, timeout_s + WATCHDOG_GRACE_S, reason):
+            try:
+                return self._step(action, timeout_s, started)
+            except PlaywrightError as error:
+                if browser.alive():
+                    raise
+                self._broken = self._why_browser_gone(error)
+                observation = self._broken_observation({})
+                return StepOutcome(
+                    observation, time.perf_counter() - started, truncated=True, error=self._broken
+                )
+
+    def _step(self, action: Action, timeout_s: float, started: float) -> StepOutcome:
         self._events = _no_events()
         error = None
         if action.name in ("send_msg_to_user", "report_infeasible"):
@@ -211,18 +264,30 @@ class WebEnvironment(Environment):
         if check is None or self.site is None:
             return None
         if isinstance(check, PageCheck):
-            if self._page is None or self._page.is_closed() or self._broken is not None:
+            browser = self.browser
+            if browser is None or self._page is None or self._broken is not None:
                 return 0.0
-            text = flatten_axtree(read_page(self.page, self._cdp_for(self.page), False)["axtree"])
-            return 1.0 if check.passes(self.page.url, text) else 0.0
+            limit_s = READ_BUDGET_S
+            with deadline(
+                browser, limit_s, f"reading the page for the check took over {limit_s:g} s"
+            ):
+                try:
+                    if self._page.is_closed():
+                        return 0.0
+                    tree = read_page(self.page, self._cdp_for(self.page), False)["axtree"]
+                except PlaywrightError:
+                    if browser.alive():
+                        raise
+                    return 0.0  # a page that cannot be read does not pass
+            return 1.0 if check.passes(self.page.url, flatten_axtree(tree)) else 0.0
         read_data = getattr(self.site, "read_data", None)
         if read_data is None:
             return None
         # Some apps write to disk a moment after answering (TiddlyWiki saves after ~1 s).
-        deadline = time.monotonic() + DATA_CHECK_PATIENCE_S
+        give_up_at = time.monotonic() + DATA_CHECK_PATIENCE_S
         while True:
             passed = check.passes(read_data(check.query))
-            if passed or time.monotonic() >= deadline:
+            if passed or time.monotonic() >= give_up_at:
                 return 1.0 if passed else 0.0
             time.sleep(0.25)
 
@@ -245,11 +310,16 @@ class WebEnvironment(Environment):
 
     def close(self) -> None:
         """Close the context and stop the site; safe to call more than once."""
-        if self.context is not None:
-            # the browser died; its context went with it
-            with contextlib.suppress(PlaywrightError):
+        if self.context is not None and self.browser is not None:
+            limit_s = self.config.settle_cap_s + READ_BUDGET_S
+            # (PlaywrightError: the browser died, and its context went with it.)
+            with (
+                deadline(self.browser, limit_s, f"closing the context took over {limit_s:g} s"),
+                contextlib.suppress(PlaywrightError),
+            ):
                 self.context.close()
         self.context = None
+        self.browser = None
         self._page = None
         self._cdp.clear()
         self._broken = None
@@ -312,6 +382,22 @@ class WebEnvironment(Environment):
         self._inflight = max(0, self._inflight - 1)
         self._last_network = time.perf_counter()
 
+    def _why_browser_gone(self, error: PlaywrightError | None = None) -> str:
+        """Why the browser can no longer be used, for the step's error."""
+        if self.browser is not None and self.browser.killed is not None:
+            return self.browser.killed
+        detail = str(error.message).strip().splitlines()[0] if error is not None else ""
+        return f"browser closed: {detail}" if detail else "browser closed"
+
+    def _browser_lost(self) -> bool:
+        """Whether the browser was killed or died; if so, that is why the episode ends."""
+        if self.browser is None or self.browser.alive():
+            return False
+        # A kill explains whatever the page seemed to do before (stuck, crashed).
+        if self.browser.killed is not None or self._broken is None:
+            self._broken = self._why_browser_gone()
+        return True
+
     def _attempt(self, run: Callable[[], Any]) -> str | None:
         """Run an action; return its failure as text (the action_error), None on success."""
         try:
@@ -354,6 +440,16 @@ class WebEnvironment(Environment):
                 settled = False
         return time.perf_counter() - started, settled
 
+    def _title(self, page: Page) -> str:
+        # Over DevTools with a timeout: page.title() waits forever on a tab whose JavaScript
+        # is busy.
+        if page.is_closed():
+            return ""
+        try:
+            return page_title(self._cdp_for(page), TITLE_TIMEOUT_MS)
+        except PlaywrightError:
+            return ""  # closed meanwhile
+
     def _cdp_for(self, page: Page) -> CDPSession:
         key = id(page)
         if key not in self._cdp:
@@ -363,6 +459,8 @@ class WebEnvironment(Environment):
     def _observe(
         self, timing: dict[str, float], settle_cap_s: float | None = None
     ) -> RawObservation:
+        if self._browser_lost():  # during the action: nothing more can be read
+            return self._broken_observation(timing)
         if self.page.is_closed():
             remaining = self.pages()
             self.activate(remaining[-1] if remaining else self.context.new_page())  # type: ignore[union-attr]
@@ -373,7 +471,7 @@ class WebEnvironment(Environment):
             self._broken = (
                 f"page unresponsive: its JavaScript was busy for {self.config.settle_cap_s} s"
             )
-        if self._broken is not None:
+        if self._browser_lost() or self._broken is not None:
             return self._broken_observation(timing)
         content = read_page(page, cdp, self.config.screenshot)
         nodes = content["axtree"]["nodes"]
@@ -385,10 +483,13 @@ class WebEnvironment(Environment):
         unchanged = state == self._previous_state
         self._previous_state = state
         tabs = self.pages()
+        titles = [self._title(tab) for tab in tabs]
         return {
             "url": page.url,
-            "title": _title(page),
-            "tabs": [{"url": tab.url, "title": _title(tab)} for tab in tabs],
+            "title": titles[tabs.index(page)] if page in tabs else self._title(page),
+            "tabs": [
+                {"url": tab.url, "title": title} for tab, title in zip(tabs, titles, strict=True)
+            ],
             "active_tab": tabs.index(page) if page in tabs else 0,
             **content,
             "tree_nodes": len(nodes),
@@ -419,13 +520,6 @@ class WebEnvironment(Environment):
             "events": self._events,
             "timing": timing,
         }
-
-
-def _title(page: Page) -> str:
-    try:
-        return page.title()
-    except PlaywrightError:
-        return ""
 
 
 def _no_events() -> dict[str, list[dict[str, Any]]]:

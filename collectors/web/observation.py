@@ -1,11 +1,16 @@
 """What the browser shows, read off a live page: the marked accessibility tree and the rest.
 
-Reading the tree is three steps: give every element of every frame a bid
-(``mark_elements.js``, frame by frame because a script cannot reach into another frame's
-document), ask Chromium for each frame's accessibility tree over the DevTools protocol and
-pull the bids out of the ARIA fields, then remove the ARIA copies again
+Reading the tree is three steps: give every element of the page and its frames a bid
+(``mark_elements.js``), ask Chromium for each frame's accessibility tree over the DevTools
+protocol and pull the bids out of the ARIA fields, then remove the ARIA copies again
 (``unmark_elements.js``). The per-frame trees are merged by hanging each frame's root under
 its ``Iframe`` node, so :func:`collectors.web.axtree.flatten_axtree` prints one tree.
+
+Every call into the page goes over DevTools with a timeout. Playwright's ``evaluate`` has
+none, and waits forever for a frame whose document never gets a script context (an
+``<iframe src="file:///…">`` that the environment refused): the scripts therefore run once,
+in the top document, and reach every frame whose document they may read; a frame they cannot
+read is left unmarked instead of waited for.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import CDPSession, Frame, Page
+from playwright.sync_api import CDPSession, Page
 from playwright.sync_api import Error as PlaywrightError
 
 from collectors.web.axtree import take_bid
@@ -27,47 +32,6 @@ _HERE = Path(__file__).parent
 @cache
 def _script(name: str) -> str:
     return (_HERE / name).read_text()
-
-
-def mark_frames(page: Page) -> tuple[int, str]:
-    """Give every element of every frame a bid; return how many, and the focused element's bid.
-
-    Frames are visited parents first, so a frame's element in its parent already has the bid
-    the frame's own ids are prefixed with. Focus is followed from the top document into the
-    frame its active element holds; '' when nothing has focus.
-    """
-    marked = 0
-    focus_in: dict[str, tuple[str, bool]] = {}
-    pending: list[Frame] = [page.main_frame]
-    while pending:
-        frame = pending.pop(0)
-        try:
-            result = frame.evaluate(_script("mark_elements.js"))
-        except PlaywrightError:
-            result = None  # navigated or detached meanwhile; the next observation marks it
-        if result is None:
-            continue  # sandboxed or unreachable: its content has no ids, as in BrowserGym
-        count, prefix, active_bid, active_is_frame = result
-        marked += int(count)
-        focus_in[prefix] = (active_bid, bool(active_is_frame))
-        pending.extend(child for child in frame.child_frames if not child.is_detached())
-    return marked, _follow_focus(focus_in)
-
-
-def _follow_focus(focus_in: dict[str, tuple[str, bool]]) -> str:
-    bid, is_frame = focus_in.get("", ("", False))
-    while is_frame and bid in focus_in:
-        bid, is_frame = focus_in[bid]
-    return bid
-
-
-def unmark_frames(page: Page) -> None:
-    """Remove the ARIA copies of bids from every frame (the bids themselves stay)."""
-    for frame in page.frames:
-        try:
-            frame.evaluate(_script("unmark_elements.js"))
-        except PlaywrightError:
-            continue
 
 
 CDP_TIMEOUT_MS = 60_000
@@ -105,6 +69,45 @@ def responsive(cdp: CDPSession, timeout_ms: float) -> bool:
     except PlaywrightError:
         return False
     return True
+
+
+def _call(cdp: CDPSession, script: str, timeout_ms: float) -> Any:
+    """Run a ``() => value`` script in the page's top document; its value, None if it failed."""
+    try:
+        reply = send(
+            cdp,
+            "Runtime.evaluate",
+            {"expression": f"({script})()", "returnByValue": True},
+            timeout_ms,
+        )
+    except PlaywrightError:
+        return None  # navigated meanwhile, or busy past the timeout
+    if "exceptionDetails" in reply:
+        return None
+    return reply.get("result", {}).get("value")
+
+
+def mark_frames(cdp: CDPSession, timeout_ms: float = CDP_TIMEOUT_MS) -> tuple[int, str]:
+    """Give every element of the page and its readable frames a bid.
+
+    Returns how many, and the focused element's bid ('' when nothing has focus, or when the
+    page could not be marked: the next observation marks it).
+    """
+    result = _call(cdp, _script("mark_elements.js"), timeout_ms)
+    if not isinstance(result, list) or len(result) != 2:
+        return 0, ""
+    return int(result[0]), str(result[1])
+
+
+def unmark_frames(cdp: CDPSession, timeout_ms: float = CDP_TIMEOUT_MS) -> None:
+    """Remove the ARIA copies of bids from the page and its frames (the bids themselves stay)."""
+    _call(cdp, _script("unmark_elements.js"), timeout_ms)
+
+
+def page_title(cdp: CDPSession, timeout_ms: float) -> str:
+    """The page's title ('' when it has none or does not answer within ``timeout_ms``)."""
+    title = _call(cdp, "() => document.title", timeout_ms)
+    return title if isinstance(title, str) else ""
 
 
 def _frame_ids(cdp: CDPSession) -> list[str]:
@@ -156,11 +159,11 @@ def _attach_frame(
 def read_page(page: Page, cdp: CDPSession, screenshot: bool) -> dict[str, Any]:
     """Read the page's tree, focus and (optionally) screenshot, with the time each took."""
     started = time.perf_counter()
-    marked, focus = mark_frames(page)
+    marked, focus = mark_frames(cdp)
     try:
         tree = merged_axtree(cdp)
     finally:
-        unmark_frames(page)
+        unmark_frames(cdp)
     tree_s = time.perf_counter() - started
     png = None
     shot_s = 0.0
