@@ -2,17 +2,25 @@
 
 The raw observation keeps the whole DevTools accessibility tree, so the text can be rendered
 again (with a newer :func:`collectors.web.axtree.flatten_axtree`) without collecting again.
+
+Runs recorded before sites had stable origins reached each site on a loopback port of the
+day (``http://127.0.0.1:58325/...``), so the same page read differently in every episode.
+Normalizing such an episode maps that origin to the site's stable one (``http://trac.test``)
+everywhere in its observations and actions; the raw records keep what was recorded.
 """
 
 from __future__ import annotations
 
 import base64
+import re
+from collections.abc import Callable
 from typing import Any
 
 from collectors.web.actions import action_text
 from collectors.web.axtree import flatten_axtree
 from normalizers.base import DomainNormalizer
-from schemas import Action, Observation
+from sandboxes.websites import SITES
+from schemas import Action, EnvironmentRef, Observation, PolicyRef, Transition
 
 FORMAT = "axtree"
 
@@ -29,6 +37,40 @@ META_FIELDS = (
     "timing",
 )
 """Raw fields copied into ``meta`` as they are."""
+
+_LEGACY_START = re.compile(r"^http://127\.0\.0\.1:(\d+)(?=[/?#]|$)")
+"""The start page of an episode recorded on a loopback port of the day."""
+
+_NOT_TEXT = frozenset({"screenshot_png"})
+"""Raw fields that hold no URL (base64 images): left as they are."""
+
+
+def legacy_origin_rewrite(
+    site: str, start_url: str
+) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+    """The rewrite of an old episode's loopback origin to ``site``'s stable one, or None.
+
+    None when the episode already used the stable origin, or its site has none (not a
+    registered site). The rewrite replaces ``127.0.0.1:<port>`` (also percent-encoded, as in
+    a ``?referer=`` query) with the site's host in every string of a raw record; only the
+    episode's own port, so a blocked request to another port keeps its address.
+    """
+    match = _LEGACY_START.match(start_url)
+    definition = SITES.get(site)
+    if match is None or definition is None:
+        return None
+    netloc = re.compile(r"127\.0\.0\.1(?::|%3[aA])" + match.group(1) + r"(?!\d)")
+
+    def rewrite(value: Any) -> Any:
+        if isinstance(value, str):
+            return netloc.sub(definition.host, value)
+        if isinstance(value, list):
+            return [rewrite(item) for item in value]
+        if isinstance(value, dict):
+            return {key: item if key in _NOT_TEXT else rewrite(item) for key, item in value.items()}
+        return value
+
+    return rewrite
 
 
 class WebNormalizer(DomainNormalizer):
@@ -55,3 +97,29 @@ class WebNormalizer(DomainNormalizer):
         """Re-render the canonical call string from the arguments."""
         action = Action.parse(raw)
         return action.model_copy(update={"text": action_text(action.name, action.arguments)})  # type: ignore[return-value]
+
+    def _transitions(
+        self,
+        start: dict[str, Any],
+        end: dict[str, Any],
+        steps: list[dict[str, Any]],
+        env: EnvironmentRef | None,
+        policy: PolicyRef,
+        licence: str,
+    ) -> list[Transition]:
+        """Pair the steps, after mapping an old episode's loopback origin to the stable one."""
+        site = str((env.components if env else {}).get("site", ""))
+        start_url = str((start.get("observation") or {}).get("url") or "")
+        rewrite = legacy_origin_rewrite(site, start_url)
+        if rewrite is not None:
+            start = {**start, "observation": rewrite(start["observation"])}
+            steps = [
+                {
+                    **event,
+                    "observation": rewrite(event["observation"]),
+                    "action": rewrite(event["action"]),
+                    "error": rewrite(event.get("error")),
+                }
+                for event in steps
+            ]
+        return super()._transitions(start, end, steps, env, policy, licence)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import base64
+from pathlib import Path
+from urllib.parse import quote
 
+from collectors.recorder import RunRecorder
 from normalizers.web import WebNormalizer
 
 
@@ -58,3 +61,88 @@ def test_action_text_is_rendered_again_from_the_arguments() -> None:
         {"name": "click", "arguments": {"bid": "7", "button": "left"}, "text": "click( '7' )"}
     )
     assert action.text == "click('7')"
+
+
+def record_web_episode(tmp_path: Path, site: str, origin: str) -> Path:
+    """A raw web episode as the collector wrote it, its site reached at ``origin``."""
+    recorder = RunRecorder(tmp_path, {"domain": "web", "run_name": "old"})
+    writer = recorder.begin("old-s000000")
+    page = raw_observation(
+        url=f"{origin}/newticket",
+        tabs=[{"url": f"{origin}/newticket", "title": "New Ticket"}],
+        axtree={
+            "nodes": [
+                {"nodeId": "1", "role": {"value": "RootWebArea"}, "name": {"value": "New"},
+                 "childIds": ["2", "3"], "properties": [{"name": "url", "value": {
+                     "type": "string", "value": f"{origin}/newticket"}}]},
+                {"nodeId": "2", "role": {"value": "link"}, "name": {"value": "Login"},
+                 "childIds": [], "browsergym_id": "7", "properties": [{"name": "url", "value": {
+                     "type": "string",
+                     "value": f"{origin}/login?referer={quote(origin + '/newticket', safe='')}",
+                 }}]},
+                {"nodeId": "3", "role": {"value": "StaticText"},
+                 "name": {"value": "Seen at 127.0.0.1:9 and 127.0.0.1:583251"}, "childIds": []},
+            ]
+        },
+        events={"blocked": [{"url": "http://127.0.0.1:9/x", "reason": "off-site request"}]},
+    )  # fmt: skip
+    writer.write_start(
+        {
+            "episode_id": "old-s000000",
+            "seed": 0,
+            "index": 0,
+            "task": None,
+            "env": {"name": f"web/{site}", "version": "1", "components": {"site": site},
+                    "config_hash": "c"},
+            "policy": {"kind": "explore", "name": "web-explore", "version": "1"},
+            "started_at": "2026-01-01T00:00:00+00:00",
+        },
+        page,
+    )  # fmt: skip
+    writer.write_step(
+        {
+            "step": 0,
+            "action": {"name": "goto", "arguments": {"url": f"{origin}/newticket"}, "text": "x"},
+            "observation": page,
+            "error": f"navigation to 'http://x.org/' is blocked: only {origin} is open",
+            "reward": 0.0,
+            "terminated": False,
+            "truncated": False,
+            "started_at": "2026-01-01T00:00:01+00:00",
+            "latency_s": 0.1,
+        }
+    )
+    return writer.seal("completed", {"steps": 1, "errors": 1, "reward": None})
+
+
+def test_an_episode_recorded_on_a_loopback_port_normalizes_to_the_stable_origin(tmp_path) -> None:
+    path = record_web_episode(tmp_path, "trac", "http://127.0.0.1:58325")
+    raw_before = path.read_bytes()
+    _, [transition] = WebNormalizer().normalize_episode(path, "old", "CC-BY-4.0")
+    for observation in (transition.observation, transition.next_observation):
+        assert observation.meta["url"] == "http://trac.test/newticket"
+        assert observation.meta["tabs"] == [
+            {"url": "http://trac.test/newticket", "title": "New Ticket"}
+        ]
+        assert observation.text == (
+            "RootWebArea 'New', url='http://trac.test/newticket'\n"
+            "\t[7] link 'Login', url='http://trac.test/login?referer=http%3A%2F%2Ftrac.test%2Fnewticket'\n"
+            "\tStaticText 'Seen at 127.0.0.1:9 and 127.0.0.1:583251'"
+        )  # fmt: skip
+        # Other ports are other places: kept as they were.
+        assert observation.meta["events"]["blocked"][0]["url"] == "http://127.0.0.1:9/x"
+        assert observation.screenshot == b"\x89PNG fake"
+    assert transition.action.text == "goto('http://trac.test/newticket')"
+    assert transition.action.arguments == {"url": "http://trac.test/newticket"}
+    assert transition.action_error == (
+        "navigation to 'http://x.org/' is blocked: only http://trac.test is open"
+    )
+    assert path.read_bytes() == raw_before  # the raw record keeps what was recorded
+
+
+def test_episodes_on_stable_origins_or_unregistered_sites_are_left_as_recorded(tmp_path) -> None:
+    for site, origin in [("trac", "http://trac.test"), ("test-pages", "http://127.0.0.1:41234")]:
+        path = record_web_episode(tmp_path / site, site, origin)
+        _, [transition] = WebNormalizer().normalize_episode(path, "old", "CC-BY-4.0")
+        assert transition.observation.meta["url"] == f"{origin}/newticket"
+        assert transition.action.arguments == {"url": f"{origin}/newticket"}
