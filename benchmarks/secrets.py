@@ -85,7 +85,7 @@ TARGET_RECALL = 1.0
 TARGET_FP_RATE = 0.01
 WIDTH, HEIGHT = 160, 40
 STEP_TIMEOUT_S = 20.0
-WORKDIR = "/root/work"
+WORKDIR = "/home/user/work"
 
 KNOWN_CORPUS_SECRETS: dict[str, str] = {
     "app": "the password in DATABASE_URL=postgres://app:app@localhost of the api-server "

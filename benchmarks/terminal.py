@@ -8,8 +8,9 @@ It measures:
    a fixed list of quick shell commands, a ``TerminalEnvironment`` (container + in-container
    tmux driver over one exec stream) and a real ``RunRecorder`` (every step fsynced), timed
    from one ``policy.act`` to the next. The *baseline* runs in its own fresh container of the
-   same image and limits: bash starts the tmux session exactly as the driver does (same name,
-   size, cwd, ``/etc/tmux.conf`` and prompt hook), then a bash loop runs per command
+   same image and limits: bash starts the tmux session exactly as the driver does (as the
+   sandbox's ``user``, on the same socket, with the same name, size, cwd, ``/etc/tmux.conf``
+   and prompt hook), then a bash loop, also run as the user, runs per command
    ``tmux send-keys -l`` + ``Enter``, ``tmux wait-for wt-prompt`` (the hook's signal) and
    ``tmux capture-pane -p``, timing itself with ``$EPOCHREALTIME`` so that ``docker exec``
    start-up is not counted. The two never run at the same time. They alternate in chunks of
@@ -73,15 +74,20 @@ COMMANDS: tuple[str, ...] = (
     "date",
 )
 
-# Must match tmux_driver.py: SESSION, CHANNEL and the new-session arguments of its "start" op.
+# Must match tmux_driver.py: SESSION, CHANNEL, SOCKET, STATE_FILE, USER and the new-session
+# arguments of its "start" op.
 SESSION = "wt"
 CHANNEL = "wt-prompt"
+SOCKET = "/run/wt/tmux"
+STATE_FILE = "/run/wt/state"
+USER = "user"
+HOME = "/home/user"
 
 BASELINE_SETUP = r"""
 set -eu
-# The session exactly as tmux_driver.py starts it for {"op": "start", "cwd": "/root"}.
-tmux new-session -d -s __SESSION__ -x __WIDTH__ -y __HEIGHT__ -c /root bash
-tmux wait-for __CHANNEL__   # the first prompt's signal: the hook is active
+# The session exactly as tmux_driver.py starts it for {"op": "start"}: run as the user.
+tmux -S __SOCKET__ new-session -d -s __SESSION__ -x __WIDTH__ -y __HEIGHT__ -c __HOME__ bash
+tmux -S __SOCKET__ wait-for __CHANNEL__   # the first prompt's signal: the hook is active
 echo ready
 """
 
@@ -95,11 +101,12 @@ out=""
 t0=$EPOCHREALTIME
 for ((i = first; i < first + count; i++)); do
   starts+=("$EPOCHREALTIME")
-  tmux send-keys -t __SESSION__ -l -- "${cmds[i % n]}" \; send-keys -t __SESSION__ Enter
+  tmux -S __SOCKET__ send-keys -t __SESSION__ -l -- "${cmds[i % n]}" \; \
+    send-keys -t __SESSION__ Enter
   sent+=("$EPOCHREALTIME")
-  tmux wait-for __CHANNEL__
+  tmux -S __SOCKET__ wait-for __CHANNEL__
   woken+=("$EPOCHREALTIME")
-  out=$(tmux capture-pane -p -t __SESSION__)
+  out=$(tmux -S __SOCKET__ capture-pane -p -t __SESSION__)
   ends+=("$EPOCHREALTIME")
 done
 t1=$EPOCHREALTIME
@@ -339,6 +346,8 @@ def _fill(script: str, config: TerminalConfig) -> str:
         "__COMMANDS__": " ".join(shlex.quote(c) for c in COMMANDS),
         "__SESSION__": SESSION,
         "__CHANNEL__": CHANNEL,
+        "__SOCKET__": SOCKET,
+        "__HOME__": HOME,
         "__WIDTH__": str(config.width),
         "__HEIGHT__": str(config.height),
     }
@@ -368,7 +377,9 @@ class BareTmux:
         self.image_id = self.sandbox.image_id
         self.sandbox.put_file("/tmp/bare-setup.sh", _fill(BASELINE_SETUP, self.config).encode())
         self.sandbox.put_file("/tmp/bare-loop.sh", _fill(BASELINE_LOOP, self.config).encode())
-        result = self.sandbox.exec(["bash", "/tmp/bare-setup.sh"], timeout=30, workdir="/root")
+        result = self.sandbox.exec(
+            ["bash", "/tmp/bare-setup.sh"], timeout=30, workdir=HOME, user=USER
+        )
         if result.exit_code != 0 or result.text.strip() != "ready":
             raise RuntimeError(f"baseline tmux setup failed: {result.stderr!r}")
         return self
@@ -378,7 +389,8 @@ class BareTmux:
         result = self.sandbox.exec(
             ["bash", "/tmp/bare-loop.sh", str(first), str(count)],
             timeout=60 + count * 5,
-            workdir="/root",
+            workdir=HOME,
+            user=USER,
         )
         if result.exit_code != 0:
             raise RuntimeError(f"baseline loop exited {result.exit_code}: {result.stderr!r}")
@@ -397,7 +409,7 @@ class BareTmux:
 
     def finish(self) -> dict[str, Any]:
         """Check that the hook fired once per command, and return the timings."""
-        state = self.sandbox.exec(["cut", "-f3", "/run/.wt-state"], timeout=10).text.strip()
+        state = self.sandbox.exec(["cut", "-f3", STATE_FILE], timeout=10).text.strip()
         # One signal for the first prompt plus one per command: the hook really ran each time.
         if state != str(self.steps + 1):
             raise RuntimeError(f"baseline: prompt hook count {state!r}, expected {self.steps + 1}")

@@ -13,7 +13,11 @@ FORMAT = "terminal-screen"
 
 
 class TerminalNormalizer(DomainNormalizer):
-    """Screens without escape sequences or trailing blanks; cwd, exit code, program in meta."""
+    """Screens without escape sequences or trailing blanks; cwd, exit code, program in meta.
+
+    Raw records from before a field existed get its neutral value: no skipped replies, a
+    sandbox that answered, and the pane size unknown (``None``).
+    """
 
     domain = "terminal"
 
@@ -26,9 +30,18 @@ class TerminalNormalizer(DomainNormalizer):
             "completed": raw.get("completed", raw.get("prompt")),
             "foreground": raw.get("foreground"),
             "cursor": raw.get("cursor"),
+            # The pane size in cells (the scrubber unwraps screen lines at `columns`).
+            "columns": raw.get("columns"),
+            "rows": raw.get("rows"),
             "timed_out": raw.get("timed_out", False),
             "exited": raw.get("exited", False),
             "new_scrollback": plain_screen(raw.get("scrollback") or ""),
+            # Lines on the driver's channel that were not the reply to this step's request.
+            "skipped_replies": raw.get("skipped_replies", 0),
+            # The sandbox died or stopped answering during the step (the episode ended there);
+            # screen_stale: no fresh look was possible, the screen is the one from before.
+            "sandbox_lost": raw.get("sandbox_lost", False),
+            "screen_stale": raw.get("screen_stale", False),
         }
         return Observation(format=FORMAT, text=plain_screen(raw["screen"]), meta=meta)
 

@@ -14,7 +14,10 @@ import docker
 import polars as pl
 import pytest
 
+import collectors.terminal as terminal_domain
 from collectors.recorder import read_episode
+from collectors.terminal.actions import command
+from collectors.terminal.tasks import TerminalTask
 from flows import progress
 from flows.collect import run_collection
 from flows.config import validate_config
@@ -182,3 +185,53 @@ def test_agent_errors_are_recorded_not_retried(tmp_path, terminal_image):
     assert errors.height >= 1
     meta = json.loads(errors["next_observation"][0]["meta"])
     assert meta["exit_code"] == 127 or meta["exit_code"] not in (0, None)
+
+
+FORK_BOMB = TerminalTask(
+    name="fork-bomb",
+    instruction="Run a fork bomb.",
+    category="processes",
+    setup=("true",),
+    steps=(command("echo before"), command(":(){ :|:& };:"), command("echo never typed")),
+    check="true",
+)
+
+
+def test_a_fork_bomb_is_the_last_transition_of_its_episode(tmp_path, terminal_image, monkeypatch):
+    # A task the library does not hold; the collect flow runs in this process, so it sees it.
+    library_lookup = terminal_domain.task_by_name
+    monkeypatch.setattr(
+        terminal_domain,
+        "task_by_name",
+        lambda name: FORK_BOMB if name == FORK_BOMB.name else library_lookup(name),
+    )
+    config = validate_config(
+        {
+            "domain": "terminal",
+            "episodes": 1,
+            "out": str(tmp_path),
+            "step_timeout_s": 10,
+            "policy": {"kind": "script", "tasks": [FORK_BOMB.name]},
+            "environment": {"image": terminal_image, "limits": {"pids": 48, "cpus": 0.5}},
+        }
+    )
+    summary = run_collection(config)
+    assert (summary["collected"], summary["failed"]) == (1, 0)
+    assert summary["transitions"] == summary["steps"] == 2
+    # No attempt was set aside: the bomb is the agent's doing, not a sandbox to retry.
+    assert not list((config.run_dir / "raw" / "interrupted").glob("*"))
+    (events,) = sealed_events(config.run_dir).values()
+    steps = [event for event in events if event["type"] == "step"]
+    assert [event["action"]["text"] for event in steps] == [
+        "echo before<Enter>",
+        ":(){ :|:& };:<Enter>",
+    ]
+    assert steps[0]["error"] is None
+    assert steps[1]["truncated"] is True
+    assert "process limit" in steps[1]["error"]
+    assert events[-1]["type"] == "end" and events[-1]["status"] == "truncated"
+    assert events[-1]["reward"] is None  # the check could not run in a bombed sandbox
+    frame = pl.read_parquet(config.run_dir / "transitions" / "terminal" / "*.parquet")
+    last = frame.sort("step").row(-1, named=True)
+    assert last["truncated"] is True
+    assert "process limit" in last["action_error"]

@@ -666,15 +666,15 @@ def test_a_recorded_episode_with_the_attacks_secrets_is_curated_clean(
         name="attack",
         instruction="configure the service",
         setup=(
-            write_file("/root/work/.env", f"DB_PASSWORD={password}\nLOG_LEVEL=info"),
-            write_file("/root/work/id_rsa", "\n".join([*filler(8), key, *filler(14)])),
-            write_file("/root/work/notify.log", "notify " + "-" * 141 + f" bot={slack}"),
+            write_file("/home/user/work/.env", f"DB_PASSWORD={password}\nLOG_LEVEL=info"),
+            write_file("/home/user/work/id_rsa", "\n".join([*filler(8), key, *filler(14)])),
+            write_file("/home/user/work/notify.log", "notify " + "-" * 141 + f" bot={slack}"),
         ),
     )
-    prompt = "root@sandbox:~/work# "
+    prompt = "user@sandbox:~/work$ "
     pad = padding(f"{prompt}echo 'deploy ", "' && export GITHUB_TOKEN=", 140)
     actions = [
-        command("cd /root/work && clear"),
+        command("cd ~/work && clear"),
         command(f"echo 'deploy {pad}' && export GITHUB_TOKEN={token}"),  # wraps in the token
         command("cat notify.log"),  # wraps in the Slack token
         command("cat .env"),

@@ -53,10 +53,10 @@ def test_a_broken_task_setup_fails_the_episode_with_its_reason(tmp_path, termina
 
 
 def test_replay_records_the_ground_truth_of_given_actions(tmp_path, terminal_image):
-    actions = [command("mkdir -p /root/a && cd /root/a"), command("pwd")]
+    actions = [command("mkdir -p /home/user/a && cd /home/user/a"), command("pwd")]
     task = TerminalTask(name="replay", instruction="replay")
     result, events = play(tmp_path, ReplayPolicy(actions), task, 10, terminal_image)
     assert result.status == "completed"
     steps = [e for e in events if e["type"] == "step"]
-    assert steps[1]["observation"]["cwd"] == "/root/a"
-    assert "/root/a" in steps[1]["observation"]["screen"]
+    assert steps[1]["observation"]["cwd"] == "/home/user/a"
+    assert "/home/user/a" in steps[1]["observation"]["screen"]

@@ -20,7 +20,7 @@ from collectors.terminal.explore import ExplorePolicy, command_output, workspace
 from schemas import Action
 
 REPO = Path(__file__).resolve().parent.parent
-HOME_PROJECT = "/root/proj"
+HOME_PROJECT = "/home/user/proj"
 TOP = {
     "README.md": "# proj\nWeather station tools for the coast network.\n",
     "data.csv": "station,city,temperature\nS1,lisbon,21\nS2,porto,18\nS3,faro,24\n",
@@ -45,7 +45,7 @@ class FakeShell:
         self.foreground: str | None = None
 
     def prompt(self) -> str:
-        return f"root@sandbox:{self.cwd.replace('/root', '~', 1)}# "
+        return f"user@sandbox:{self.cwd.replace('/home/user', '~', 1)}$ "
 
     def observation(self, screen: str) -> dict:
         lines = screen.split("\n")
@@ -223,7 +223,7 @@ def operands(line: str) -> list[str]:
 
 
 def resolve(cwd: str, target: str) -> str:
-    return posixpath.normpath(posixpath.join(cwd, target.replace("~", "/root", 1)))
+    return posixpath.normpath(posixpath.join(cwd, target.replace("~", "/home/user", 1)))
 
 
 def test_never_touches_files_it_did_not_create() -> None:
@@ -321,7 +321,7 @@ def test_rejects_bad_parameters() -> None:
 
 
 def test_command_output_follows_wrapped_command_lines() -> None:
-    prompt = "root@sandbox:~# "
+    prompt = "user@sandbox:~$ "
     long = "grep -rn " + "x" * 170
     screen = f"{prompt}ls\nold\n{prompt}{long[:144]}\n{long[144:]}\nfound: 1\n{prompt}"
     assert command_output({"screen": screen}, long) == ["found: 1"]
@@ -347,7 +347,7 @@ def test_explores_a_real_workspace_without_harm(seed: int, terminal_image: str) 
     task = TerminalTask(name=f"explore-{seed}", instruction="explore", setup=workspace_setup(seed))
     # Checksums of every workspace file outside .git: exploring may add files, never change one.
     snapshot = (
-        "find /root -mindepth 2 -path '*/.git' -prune -o -type f -print | sort "
+        "find /home/user -mindepth 2 -path '*/.git' -prune -o -type f -print | sort "
         "| xargs -d '\\n' sha256sum"
     )
     env = TerminalEnvironment(TerminalConfig(image=terminal_image))

@@ -44,13 +44,13 @@ def test_files_copy_in_and_out(terminal_image):
 def test_snapshot_forks_the_state_into_a_new_sandbox(terminal_image):
     client = docker.from_env()
     with DockerSandbox(terminal_image) as sandbox:
-        sandbox.exec("echo forked > /root/state.txt")
+        sandbox.exec("echo forked > /home/user/state.txt")
         image_id = sandbox.snapshot("worldtrace/test-snapshot", "t1")
     try:
         with DockerSandbox("worldtrace/test-snapshot:t1") as fork:
-            assert fork.exec("cat /root/state.txt").text == "forked\n"
+            assert fork.exec("cat /home/user/state.txt").text == "forked\n"
         with DockerSandbox(terminal_image) as fresh:
-            assert fresh.exec("cat /root/state.txt").exit_code != 0
+            assert fresh.exec("cat /home/user/state.txt").exit_code != 0
     finally:
         client.images.remove(image_id, force=True)
 

@@ -56,7 +56,7 @@ def test_text_ending_in_a_semicolon_is_typed_literally(terminal_image):
         outcome = env.step(command("echo semi;"), 10)
         assert plain_screen(outcome.observation["screen"]).splitlines()[-2:] == [
             "semi",
-            "root@sandbox:~#",
+            "user@sandbox:~$",
         ]
         outcome = env.step(keys("echo a\\;", "Enter"), 10)
         assert plain_screen(outcome.observation["screen"]).splitlines()[-2] == "a;"

@@ -16,12 +16,13 @@ from collectors.base import RawObservation, StepOutcome
 from collectors.terminal.actions import command, keys, wait
 from collectors.terminal.environment import TerminalConfig, TerminalEnvironment
 from collectors.terminal.screen import plain_screen
+from normalizers.terminal import TerminalNormalizer
 from sandboxes.docker import Limits
 from schemas import Action
 
 pytestmark = pytest.mark.docker
 
-HOME_PROMPT = "root@sandbox:~#"
+HOME_PROMPT = "user@sandbox:~$"
 STEP_TIMEOUT_S = 20.0
 
 
@@ -62,7 +63,7 @@ def test_first_observation_is_a_prompt(terminal) -> None:
     assert screen_lines(first) == [HOME_PROMPT]
     assert first["prompt"] is True
     assert first["exit_code"] == 0
-    assert first["cwd"] == "/root"
+    assert first["cwd"] == "/home/user"
     assert first["foreground"] is None
     assert first["cursor"] == [len(HOME_PROMPT) + 1, 0]
 
@@ -76,7 +77,7 @@ def test_echo_shows_output_then_a_fresh_prompt(terminal) -> None:
     assert obs["exit_code"] == 0
     assert obs["timed_out"] is False
     assert obs["foreground"] is None
-    # The cursor waits after "root@sandbox:~# " on the last line.
+    # The cursor waits after "user@sandbox:~$ " on the last line.
     assert obs["cursor"] == [len(HOME_PROMPT) + 1, 2]
     assert outcome.error is None
     assert outcome.terminated is False
@@ -85,13 +86,13 @@ def test_echo_shows_output_then_a_fresh_prompt(terminal) -> None:
 
 def test_cd_changes_prompt_and_cwd(terminal) -> None:
     env, first = terminal
-    assert first["cwd"] == "/root"
+    assert first["cwd"] == "/home/user"
     obs = step(env, command("cd /tmp")).observation
-    assert screen_lines(obs)[-1] == "root@sandbox:/tmp#"
+    assert screen_lines(obs)[-1] == "user@sandbox:/tmp$"
     assert obs["cwd"] == "/tmp"
     assert obs["exit_code"] == 0
     obs = step(env, command("cd /usr/share")).observation
-    assert screen_lines(obs)[-1] == "root@sandbox:/usr/share#"
+    assert screen_lines(obs)[-1] == "user@sandbox:/usr/share$"
     assert obs["cwd"] == "/usr/share"
 
 
@@ -143,7 +144,7 @@ def test_long_running_command_returns_without_prompt_then_ctrl_c(terminal) -> No
 
 def test_vim_edit_and_save(terminal) -> None:
     env, _ = terminal
-    obs = step(env, command("vim /root/notes.txt")).observation
+    obs = step(env, command("vim /home/user/notes.txt")).observation
     lines = screen_lines(obs)
     # vim.nox is started through the `vim` alternative, so the process is named vim.
     assert obs["foreground"] in ("vim", "vim.nox")
@@ -169,11 +170,11 @@ def test_vim_edit_and_save(terminal) -> None:
     assert obs["exit_code"] == 0
     assert obs["foreground"] is None
     # vim used the alternate screen: the shell's screen is back as it was.
-    assert screen_lines(obs) == [f"{HOME_PROMPT} vim /root/notes.txt", HOME_PROMPT]
+    assert screen_lines(obs) == [f"{HOME_PROMPT} vim /home/user/notes.txt", HOME_PROMPT]
 
-    obs = step(env, command("cat /root/notes.txt")).observation
+    obs = step(env, command("cat /home/user/notes.txt")).observation
     assert screen_lines(obs)[-2:] == ["hello from vim", HOME_PROMPT]
-    assert env.sandbox.get_file("/root/notes.txt") == b"hello from vim\n"
+    assert env.sandbox.get_file("/home/user/notes.txt") == b"hello from vim\n"
 
 
 def test_less_scrolls_searches_and_quits(terminal) -> None:
@@ -391,11 +392,45 @@ def test_scrollback_of_consecutive_steps_has_no_gap(terminal) -> None:
 def test_reset_gives_a_fresh_container(terminal_env: TerminalEnvironment) -> None:
     terminal_env.reset(seed=0, task=None)
     first_id = terminal_env.sandbox.container.id
-    step(terminal_env, command("touch /root/left-behind"))
+    step(terminal_env, command("touch /home/user/left-behind"))
     started = time.monotonic()
     obs = terminal_env.reset(seed=1, task=None)
     assert time.monotonic() - started < 15
     assert terminal_env.sandbox.container.id != first_id
     assert obs["prompt"] is True
-    outcome = step(terminal_env, command("ls /root/left-behind"))
+    outcome = step(terminal_env, command("ls /home/user/left-behind"))
     assert outcome.observation["exit_code"] == 2
+
+
+def test_a_pipe_still_streaming_output_keeps_the_step_going(terminal) -> None:
+    # `yes` printed the same screen over and over while its group leader sat blocked: the
+    # step ended after 0.58 s and the next command was typed into the running pipe.
+    env, _ = terminal
+    started = time.monotonic()
+    outcome = step(env, command("yes | head -c 50M; echo DONE"), timeout_s=120)
+    obs = outcome.observation
+    if obs["timed_out"]:  # a machine too slow to push 50 MB through tmux in 120 s
+        assert outcome.error is not None and outcome.error.startswith("timed out")
+        assert time.monotonic() - started >= 120
+        return
+    assert outcome.error is None
+    assert screen_lines(obs)[-2:] == ["DONE", HOME_PROMPT]
+    assert obs["prompt"] is True and obs["completed"] is True and obs["exit_code"] == 0
+    assert obs["foreground"] is None
+    # The next command runs at the prompt, not inside the pipe.
+    after = step(env, command("echo next")).observation
+    assert screen_lines(after)[-3:] == [f"{HOME_PROMPT} echo next", "next", HOME_PROMPT]
+
+
+def test_pane_size_is_reported(terminal_image: str) -> None:
+    env = TerminalEnvironment(TerminalConfig(image=terminal_image, width=100, height=30))
+    try:
+        first = env.reset(seed=0, task=None)
+        obs = step(env, command("tput cols; tput lines")).observation
+    finally:
+        env.close()
+    assert (first["columns"], first["rows"]) == (100, 30)
+    assert (obs["columns"], obs["rows"]) == (100, 30)
+    assert screen_lines(obs)[-3:-1] == ["100", "30"]
+    meta = TerminalNormalizer().observation(obs).meta
+    assert (meta["columns"], meta["rows"]) == (100, 30)

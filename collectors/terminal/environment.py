@@ -3,8 +3,24 @@
 One fresh container per episode. The host speaks to ``/opt/worldtrace/tmux_driver.py`` over a
 single exec stream (one JSON line each way per step), so a step costs one round trip. The raw
 observation is the driver's reply: the screen with its escape sequences, the scrollback that
-appeared since the last step, the cursor, whether the prompt came back with which exit status
-and working directory, and the program in the foreground.
+appeared since the last step, the cursor and pane size, whether the prompt came back with
+which exit status and working directory, and the program in the foreground.
+
+The shell, the task's setup and its check run as the unprivileged ``user`` (home
+``/home/user``); the driver runs as root where nothing the agent starts can reach it. Each
+request carries an id (a per-episode random token and a sequence number) that the driver
+echoes: a line on the channel that is not the reply to the pending request is skipped and
+counted in the observation (``skipped_replies``), so a step is never paired with another
+step's screen.
+
+A sandbox that stops answering during an action (the agent killing its tmux server or the
+driver, a fork bomb that leaves the driver no process) or reaches its wall-clock limit is the
+action's doing: the step returns the error with the best screen there is (a fresh capture if
+the container still runs commands, else the last one; ``sandbox_lost`` and ``screen_stale``
+say which) and ends the episode (``truncated``). So does a step during which the container's
+process limit refused new processes, even if the driver still answered: nothing more can be
+trusted to run. A container gone before its clock ran out was removed from outside (nothing
+inside the sandbox can stop it): that is a ``SandboxError``, and the episode is retried.
 """
 
 from __future__ import annotations
@@ -12,10 +28,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import secrets
 import threading
 import time
 from typing import Any
 
+import docker.errors
 from pydantic import BaseModel, ConfigDict, Field
 
 from collectors.base import Environment, RawObservation, StepOutcome, Task
@@ -23,8 +41,14 @@ from sandboxes.docker import DockerSandbox, ExecStream, Limits, SandboxDied, San
 from schemas import Action, EnvironmentRef
 
 DRIVER = ["python3", "/opt/worldtrace/tmux_driver.py"]
-# How long past the step timeout we wait for the driver before calling the sandbox broken.
+USER = "user"
+"""The unprivileged account the agent's shell, task setup and checks run as."""
+HOME = "/home/user"
+"""The user's home: where the task's setup and check run and the shell starts."""
+# How long past the step timeout we wait for the driver before calling the sandbox lost.
 DRIVER_GRACE_S = 15.0
+# How long a last look into a sandbox whose driver stopped answering may take.
+LAST_LOOK_TIMEOUT_S = 10.0
 
 _versions_by_image: dict[str, dict[str, str]] = {}
 _versions_lock = threading.Lock()
@@ -42,7 +66,8 @@ class TerminalConfig(BaseModel):
     quiet_s: float = Field(
         default=0.5,
         gt=0,
-        description="a step with no prompt ends after this long without screen change or CPU use",
+        description="a step with no prompt ends after this long without screen change, new "
+        "output or CPU use by the foreground job",
     )
     setup_timeout_s: float = Field(default=60, gt=0, description="limit for each setup command")
 
@@ -66,6 +91,11 @@ class TerminalEnvironment(Environment):
         self._sandbox: DockerSandbox | None = None
         self._driver: ExecStream | None = None
         self._last: RawObservation | None = None
+        self._token = ""
+        self._sequence = 0
+        self._skipped = 0  # lines skipped while waiting for the latest reply
+        self._unusable = False
+        self._started_at = 0.0
 
     @property
     def sandbox(self) -> DockerSandbox:
@@ -77,12 +107,17 @@ class TerminalEnvironment(Environment):
     def reset(self, seed: int, task: Task | None) -> RawObservation:
         """Start a fresh container, run the task's setup, start the shell, return the screen."""
         self.close()
+        self._token = secrets.token_hex(16)
+        self._sequence = 0
+        self._unusable = False
+        # Taken before the container starts, so the wall-clock limit is never judged late.
+        self._started_at = time.monotonic()
         self._sandbox = DockerSandbox(
             self.config.image, limits=self.config.limits, network="none", labels=self._labels
         ).start()
         for command in getattr(task, "setup", ()):
             result = self._sandbox.exec(
-                command, timeout=self.config.setup_timeout_s, workdir="/root"
+                command, timeout=self.config.setup_timeout_s, workdir=HOME, user=USER
             )
             if result.exit_code != 0:
                 raise TaskSetupError(
@@ -95,7 +130,7 @@ class TerminalEnvironment(Environment):
                 "op": "start",
                 "width": self.config.width,
                 "height": self.config.height,
-                "cwd": "/root",
+                "cwd": HOME,
             },
             timeout_s=20,
         )
@@ -104,61 +139,169 @@ class TerminalEnvironment(Environment):
         return self._last
 
     def step(self, action: Action, timeout_s: float) -> StepOutcome:
-        """Send keys (or wait) and return the screen once the shell or program is idle."""
+        """Send keys (or wait) and return the screen once the shell or program is idle.
+
+        A sandbox that stops answering meanwhile, or reaches its wall-clock limit, ends the
+        episode (``truncated``) with the error and the best screen there is. A container
+        that vanished otherwise was removed from outside: that raises ``SandboxError``.
+        """
+        if self._driver is None:
+            raise SandboxError("the terminal environment has no episode; call reset() first")
         started = time.monotonic()
         problem = _invalid_action(action)
-        if problem is not None:
-            # Nothing was sent: the next state is the current one, re-read from the screen.
-            observation = self._request({"op": "observe"}, timeout_s=10)
-            return self._outcome(observation, started, error=problem)
-        if action.name == "wait":
-            seconds = min(float(action.arguments["seconds"]), timeout_s)
-            request = {
-                "op": "step",
-                "keys": [],
-                "min_wait": seconds,
-                "timeout": seconds,
-                "quiet": self.config.quiet_s,
-            }
-        else:
-            request = {
-                "op": "step",
-                "keys": action.arguments["keys"],
-                "timeout": timeout_s,
-                "quiet": self.config.quiet_s,
-            }
-        observation = self._request(request, timeout_s=timeout_s)
-        return self._outcome(observation, started, error=_action_error(action, observation))
+        try:
+            if problem is not None:
+                # Nothing was sent: the next state is the current one, re-read from the screen.
+                observation = self._request({"op": "observe"}, timeout_s=10)
+            else:
+                observation = self._request(
+                    _step_request(action, timeout_s, self.config.quiet_s), timeout_s=timeout_s
+                )
+        except SandboxError as error:
+            if not self._wall_clock_reached() and not self._container_running():
+                # Removed or killed from outside (the agent can stop it only by running out
+                # its clock): no action caused this, so the episode is tried again.
+                raise
+            return self._lost_outcome(error, started)
+        refused = observation.get("forks_refused") or 0
+        if refused:
+            # The shell may still answer, but a sandbox out of processes cannot be trusted to
+            # run the next step (or the check): the episode ends here, as if it were lost.
+            self._unusable = True
+            error = (
+                f"the sandbox reached its process limit ({self.config.limits.pids}): "
+                f"{refused} new processes were refused"
+            )
+            return self._outcome(observation, started, error=error, truncated=True)
+        error = problem if problem is not None else _action_error(action, observation)
+        return self._outcome(observation, started, error=error)
 
     def _outcome(
-        self, observation: RawObservation, started: float, error: str | None
+        self,
+        observation: RawObservation,
+        started: float,
+        error: str | None,
+        truncated: bool = False,
     ) -> StepOutcome:
         self._last = observation
         return StepOutcome(
             observation=observation,
             latency_s=time.monotonic() - started,
-            terminated=bool(observation.get("exited")),
+            terminated=bool(observation.get("exited")) and not truncated,
+            truncated=truncated,
             error=error,
         )
 
+    def _lost_outcome(self, error: SandboxError, started: float) -> StepOutcome:
+        """The sandbox stopped answering during a step: record why, and end the episode."""
+        self._unusable = True
+        if self._driver is not None:
+            self._driver.close()
+            self._driver = None
+        if self._wall_clock_reached():
+            reason = (
+                f"the sandbox reached its wall-clock limit of "
+                f"{self.sandbox.limits.wall_clock_s:g} s and was stopped"
+            )
+        else:
+            reason = f"the sandbox stopped answering after this action: {error}"
+        observation = self._last_look()
+        stale = observation is None
+        if observation is None:
+            # Only what the screen showed before: nothing new scrolled, nothing completed.
+            observation = {
+                **(self._last or {}),
+                "scrollback": "",
+                "prompt": False,
+                "completed": False,
+                "timed_out": False,
+                "exit_code": None,
+                "foreground": None,
+                "timings": {},
+            }
+        observation.update(sandbox_lost=True, screen_stale=stale, skipped_replies=self._skipped)
+        self._last = observation
+        return StepOutcome(
+            observation=observation,
+            latency_s=time.monotonic() - started,
+            truncated=True,
+            error=reason,
+        )
+
+    def _container_running(self) -> bool:
+        try:
+            return self._sandbox is not None and self._sandbox.is_running()
+        except docker.errors.DockerException:
+            return False
+
+    def _wall_clock_reached(self) -> bool:
+        sandbox = self._sandbox
+        if sandbox is None:
+            return False
+        # Our clock started before the container's, so it never says "not yet" too late.
+        own = time.monotonic() - self._started_at >= sandbox.limits.wall_clock_s
+        return sandbox.wall_clock_expired or own
+
+    def _last_look(self) -> RawObservation | None:
+        """Return a fresh observation from a second driver process, or None if none answers."""
+        sandbox = self._sandbox
+        if sandbox is None:
+            return None
+        try:
+            result = sandbox.exec([*DRIVER, "--observe"], timeout=LAST_LOOK_TIMEOUT_S)
+        except SandboxError:
+            return None
+        if result.exit_code != 0:
+            return None
+        observation = _parse_reply(result.text.strip().rsplit("\n", 1)[-1])
+        if observation is None or not isinstance(observation.get("screen"), str):
+            return None
+        return observation
+
     def _request(self, request: dict[str, Any], timeout_s: float) -> RawObservation:
+        """Send one request and return the driver's reply to it, skipping any other line."""
         if self._driver is None:
             raise SandboxError("the terminal environment has no episode; call reset() first")
-        self._driver.send_line(json.dumps(request))
-        try:
-            reply = json.loads(self._driver.read_line(timeout_s + DRIVER_GRACE_S))
-        except TimeoutError:
-            raise SandboxDied(f"the tmux driver did not answer within {timeout_s:.0f}s") from None
+        self._sequence += 1
+        request_id = f"{self._token}:{self._sequence}"
+        self._driver.send_line(json.dumps({**request, "id": request_id}))
+        limit_s = timeout_s + DRIVER_GRACE_S
+        deadline = time.monotonic() + limit_s
+        self._skipped = 0
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                if remaining <= 0:
+                    raise TimeoutError
+                line = self._driver.read_line(remaining)
+            except TimeoutError:
+                raise SandboxDied(f"the tmux driver did not answer within {limit_s:.0f}s") from None
+            reply = _parse_reply(line)
+            if reply is not None and reply.get("id") == request_id:
+                break
+            # Not our reply: whatever wrote it, it must not become this step's observation.
+            self._skipped += 1
+        del reply["id"]
         if "error" in reply:
             raise SandboxError(f"the tmux driver failed: {reply['error']}")
+        reply["skipped_replies"] = self._skipped
         return reply
 
     def evaluate(self, task: Task | None) -> float | None:
-        """Run the task's check in the sandbox: 1.0 if it exits 0, else 0.0."""
+        """Run the task's check as the user: 1.0 if it exits 0, else 0.0.
+
+        None when there is nothing to check with: no check, or a sandbox the episode's
+        actions left dead or unanswering (its steps stand; only the reward is unknown).
+        """
         check = getattr(task, "check", None)
-        if not check or self._sandbox is None or not self._sandbox.is_running():
+        if not check or self._sandbox is None or self._unusable or not self._sandbox.is_running():
             return None
-        result = self._sandbox.exec(check, timeout=self.config.setup_timeout_s, workdir="/root")
+        try:
+            result = self._sandbox.exec(
+                check, timeout=self.config.setup_timeout_s, workdir=HOME, user=USER
+            )
+        except SandboxError:
+            return None
         return 1.0 if result.exit_code == 0 else 0.0
 
     def describe(self) -> EnvironmentRef:
@@ -195,6 +338,23 @@ class TerminalEnvironment(Environment):
         if self._sandbox is not None:
             self._sandbox.close()
             self._sandbox = None
+
+
+def _step_request(action: Action, timeout_s: float, quiet_s: float) -> dict[str, Any]:
+    """The driver request for a valid ``keys`` or ``wait`` action."""
+    if action.name == "wait":
+        seconds = min(float(action.arguments["seconds"]), timeout_s)
+        return {"op": "step", "keys": [], "min_wait": seconds, "timeout": seconds, "quiet": quiet_s}
+    return {"op": "step", "keys": action.arguments["keys"], "timeout": timeout_s, "quiet": quiet_s}
+
+
+def _parse_reply(line: str) -> dict[str, Any] | None:
+    """Return a JSON object line as a dict, or None for anything else."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _invalid_action(action: Action) -> str | None:

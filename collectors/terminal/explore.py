@@ -32,7 +32,8 @@ from collectors.terminal.screen import plain_screen
 from collectors.terminal.tasks import git_commit, git_init, write_file
 from schemas import Action
 
-HOME = "/root"
+HOME = "/home/user"
+"""The shell user's home, where the workspace is built and episodes start."""
 
 # The sandbox prompt is PS1='\u@\h:\w\$ ' (see the image's shell.bashrc).
 _PROMPT = re.compile(r"^[\w.-]+@[\w.-]+:\S*[#$](?: |$)")
@@ -47,7 +48,7 @@ def _names(text: str) -> tuple[str, ...]:
 _STOPWORD_TEXT = (
     "this that with from have will your into than then them they what when were been more "
     "some such only also very just like over each most true false none self return import "
-    "root sandbox"
+    "user root sandbox"
 )
 _STOPWORDS = frozenset(_names(_STOPWORD_TEXT))
 _SAFE_NAME = re.compile(r"^[\w.,+-]+$")
@@ -909,7 +910,7 @@ _MONTHS = ("01", "02", "03", "04", "05", "06")
 
 
 def workspace_setup(seed: int) -> tuple[str, ...]:
-    """Return shell commands that build a seeded project tree under /root for exploring.
+    """Return shell commands that build a seeded project tree in the home folder to explore.
 
     Different seeds give different projects (theme, modules, data rows, log lines, nesting,
     sometimes a git history); the same seed always gives the same tree.

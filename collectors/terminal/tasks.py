@@ -4,9 +4,11 @@ Each task prepares its sandbox with ``setup`` (shell commands run before the fir
 observation and never recorded), then plays ``steps`` (terminal actions), and is checked by
 ``check`` (a shell command run after the episode; exit status 0 means success).
 
-Tasks work in ``/root/work`` of the ``worldtrace/terminal`` image (Debian bookworm, root, no
-network). Setup content is fixed text generated here, so every run starts from the same
-files; repositories made in setup commit with fixed dates, so their hashes are stable too.
+Tasks work in ``~/work`` (``/home/user/work``) of the ``worldtrace/terminal`` image (Debian
+bookworm, no network), as the unprivileged ``user`` that the shell runs as; setup and checks
+run as that user in its home too. Setup content is fixed text generated here, so every run
+starts from the same files; repositories made in setup commit with fixed dates, so their
+hashes are stable too.
 Checks are POSIX ``sh`` and test the end state, never the screen.
 """
 
@@ -102,7 +104,7 @@ def _lines(*rows: str) -> str:
 
 # --- files -------------------------------------------------------------------------------
 
-_W = "/root/work"
+_W = "/home/user/work"
 
 _FILES_TASKS = (
     TerminalTask(
@@ -1680,7 +1682,7 @@ _ENVIRONMENT_TASKS = (
             command('echo "APP_ENV=$APP_ENV" > ~/work/current-env.txt'),
         ),
         check=all_of(
-            '[ "$(tail -2 /root/.bashrc)" = "$(printf \'export APP_ENV=staging\\n'
+            '[ "$(tail -2 /home/user/.bashrc)" = "$(printf \'export APP_ENV=staging\\n'
             "export API_URL=http://api.staging.local:8080')\" ]",
             same_content(f"{_W}/current-env.txt", "APP_ENV=staging\n"),
         ),
@@ -1704,7 +1706,7 @@ _ENVIRONMENT_TASKS = (
             command("tail -1 ~/.profile"),
         ),
         check=(
-            '[ "$(tail -1 /root/.profile)" = \'export PATH="$HOME/work/tools:$PATH"\' ] && '
+            '[ "$(tail -1 /home/user/.profile)" = \'export PATH="$HOME/work/tools:$PATH"\' ] && '
             f'[ "$(cat {_W}/tools/last-run.txt)" = --dry-run ]'
         ),
     ),

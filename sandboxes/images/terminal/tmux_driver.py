@@ -3,33 +3,59 @@
 Runs with the container's own Python for the lifetime of an episode, so a step costs one
 round trip over the exec stream instead of one ``docker exec`` per tmux command.
 
-Requests (stdin) and replies (stdout), one JSON object per line:
-  {"op": "start", "width": 160, "height": 40, "cwd": "/root"}  -> observation
-  {"op": "step", "keys": [...], "timeout": 30, "quiet": 0.5, "min_wait": 0} -> observation
-  {"op": "observe"} -> observation
-Observation: screen and new scrollback (with ANSI escapes), cursor, whether the shell is at
-its prompt and whether a command completed during the step, the last exit status and the cwd
-from the prompt hook, the foreground program, and phase timings.
+Requests (stdin) and replies (stdout), one JSON object per line; a reply echoes its request's
+``id``, so the host can tell the reply to its request from any other line:
+  {"id": "...", "op": "start", "width": 160, "height": 40, "cwd": "/home/user"} -> observation
+  {"id": "...", "op": "step", "keys": [...], "timeout": 30, "quiet": 0.5, "min_wait": 0}
+      -> observation
+  {"id": "...", "op": "observe"} -> observation
+``python3 tmux_driver.py --observe`` prints one observation of a running session and exits
+(the host's last look into a sandbox whose driver stopped answering).
+Observation: screen and new scrollback (with ANSI escapes), cursor, pane size, whether the
+shell is at its prompt and whether a command completed during the step, the last exit status
+and the cwd from the prompt hook, the foreground program, phase timings, and how many new
+processes the container's process limit refused during the request.
 Completion is the prompt hook's ``tmux wait-for`` signal; programs that never give the prompt
-back (vim, less, a REPL, a command reading stdin) end the step after ``quiet`` seconds with no
-screen change and no CPU use by the foreground process.
+back (vim, less, a REPL, a command reading stdin) end the step once the pane and every process
+of the foreground job have been idle for ``quiet`` seconds: no screen change, no new output
+and no CPU use.
+
+Isolation: the driver keeps root's effective ids, is not dumpable, and gives none of its own
+file descriptors to a child, so nothing the agent runs can read its requests or write a reply
+(see become_driver). The shell, the tmux server and every tmux client the driver starts run as
+the unprivileged ``user``: a root tmux client would obey the user's server (hooks and command
+aliases the agent sets run in the client, and ``save-buffer`` there writes any file as the
+client's user, root). The agent owns its terminal: it can drive its own tmux server, so what
+the driver captures is what that server shows, as for any program on the screen. Files the
+agent controls (the prompt hook's state file) are opened without following links and read
+only when they are the user's regular files.
 """
 
+import ctypes
 import json
 import os
+import pwd
 import re
 import select
-import subprocess
+import signal
+import stat
 import sys
 import time
 
 SESSION = "wt"
-STATE_FILE = "/run/.wt-state"
+TMUX = "/usr/bin/tmux"
+USER = "user"
+SOCKET = "/run/wt/tmux"
+STATE_FILE = "/run/wt/state"
+STATE_MAX_BYTES = 65536
 CHANNEL = "wt-prompt"
 SPLIT = "\x1e-wt-split-\x1e"
 # tmux refuses client messages over 16 KB; stay well under it per invocation.
 CHUNK = 4096
 POLL_S = 0.03
+PR_SET_DUMPABLE = 4
+# The container's process limit: cgroup v1 and v2 places of the pids controller's files.
+PIDS_FOLDERS = ("/sys/fs/cgroup/pids", "/sys/fs/cgroup")
 ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
 # Same rule as collectors/terminal/actions.py (this file runs in the container and cannot
@@ -60,17 +86,92 @@ NAMED_KEYS = {
 MODIFIED_KEY = re.compile(r"^(?:[CMS]-)+(?:[\x21-\x7e]|" + "|".join(sorted(NAMED_KEYS)) + r")$")
 
 
+# Filled in by become_driver(): the user's uid, home and environment.
+USER_UID = None
+USER_HOME = None
+USER_ENV = None
+
+
+def become_driver():
+    """Keep root's effective ids, take the user's as real ids, and become non-dumpable.
+
+    Real ids are what ``posix_spawn(resetids=True)`` gives a child as its effective ids, and
+    exec makes them its saved ids too: every tmux client runs as the user with no way back to
+    root, started by a vfork (a fork of a Python process costs a millisecond more per step).
+    The price: the user may signal this process (killing it ends the episode as a lost
+    sandbox); it still cannot trace it, read its memory or reach its file descriptors.
+    """
+    global USER_UID, USER_HOME, USER_ENV
+    account = pwd.getpwnam(USER)
+    os.setgroups([])
+    os.setresgid(account.pw_gid, 0, 0)
+    os.setresuid(account.pw_uid, 0, 0)
+    forbid_inspection()
+    USER_UID, USER_HOME = account.pw_uid, account.pw_dir
+    # The tmux server passes its environment on to the shell: the user's, not the driver's.
+    env = {key: value for key, value in os.environ.items() if key not in ("PWD", "OLDPWD")}
+    env.update(HOME=USER_HOME, USER=USER, LOGNAME=USER, SHELL=account.pw_shell or "/bin/bash")
+    env.setdefault("TERM", "xterm-256color")
+    USER_ENV = env
+    os.chdir(USER_HOME)
+
+
+def spawn(args, stdout):
+    """Start ``tmux -S SOCKET args`` as the user; return its pid and its stderr's read end.
+
+    The client gets /dev/null as stdin, ``stdout`` as stdout, and no other descriptor of ours
+    (ours are close-on-exec; our stdin and stdout are the host's channel).
+    """
+    err_read, err_write = os.pipe()
+    try:
+        pid = os.posix_spawn(
+            TMUX,
+            ["tmux", "-S", SOCKET, *args],
+            USER_ENV,
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_DUP2, stdout, 1),
+                (os.POSIX_SPAWN_DUP2, err_write, 2),
+            ],
+            resetids=True,
+        )
+    except BaseException:
+        os.close(err_read)
+        raise
+    finally:
+        os.close(err_write)
+    return pid, err_read
+
+
+def _reap(pid, stderr_fd, what):
+    """Wait for a finished client and raise with its message if it failed."""
+    with os.fdopen(stderr_fd, "rb") as stderr:
+        message = stderr.read().decode(errors="replace").strip()
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise RuntimeError(f"tmux {what} failed: {message or f'exit status {code}'}")
+
+
 def is_key_name(item):
     """Return True when ``item`` names a key (``Enter``, ``C-c``) rather than text to type."""
     return item in NAMED_KEYS or bool(MODIFIED_KEY.match(item))
 
 
-def tmux(*args, check=True):
-    """Run one tmux client invocation and return its stdout."""
-    done = subprocess.run(["tmux", *args], capture_output=True, check=False)
-    if check and done.returncode != 0:
-        raise RuntimeError(f"tmux {args[0]} failed: {done.stderr.decode(errors='replace')}")
-    return done.stdout.decode("utf-8", errors="replace")
+def tmux(*args):
+    """Run one tmux client invocation as the user and return its stdout."""
+    out_read, out_write = os.pipe()
+    try:
+        pid, err_read = spawn(args, out_write)
+    except BaseException:
+        os.close(out_read)
+        raise
+    finally:
+        os.close(out_write)
+    with os.fdopen(out_read, "rb") as out:
+        output = out.read()
+    _reap(pid, err_read, args[0])
+    return output.decode("utf-8", errors="replace")
 
 
 def _literal_arg(text):
@@ -93,7 +194,11 @@ def _chunks(text):
 
 
 def send_keys(keys):
-    """Send keys in as few tmux invocations as the message size limit allows."""
+    """Send keys in as few tmux invocations as the message size limit allows.
+
+    The last batch is returned unsent: the caller sends it in the same invocation that
+    listens for the prompt, one process start instead of two.
+    """
     batch, size = [], 0
     for item in keys:
         key = is_key_name(item)
@@ -106,18 +211,29 @@ def send_keys(keys):
                 batch, size = [], 0
             batch += ([";"] if batch else []) + command
             size += width
-    if batch:
-        tmux(*batch)
+    return batch
 
 
 def read_state():
-    """Return (exit_code, shell_pid, seq, cwd) written by the prompt hook, or None."""
+    """Return (exit_code, shell_pid, seq, cwd) written by the prompt hook, or None.
+
+    The file is the agent's to write: a link, a FIFO or another user's file is ignored.
+    """
     try:
-        with open(STATE_FILE, encoding="utf-8", errors="replace") as handle:
-            rc, pid, seq, cwd = handle.read().rstrip("\n").split("\t", 3)
+        fd = os.open(STATE_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != USER_UID:
+            return None
+        raw = os.read(fd, STATE_MAX_BYTES).decode("utf-8", errors="replace")
+        rc, pid, seq, cwd = raw.rstrip("\n").split("\t", 3)
         return int(rc), int(pid), int(seq), cwd
     except (OSError, ValueError):
         return None
+    finally:
+        os.close(fd)
 
 
 def _proc_stat(pid):
@@ -128,16 +244,40 @@ def _proc_stat(pid):
     return name, raw[raw.rindex(")") + 2 :].split()
 
 
+def _group_activity(pgid):
+    """Return what changes while a process group works: its members and their CPU time.
+
+    Every member counts, not only the leader: in ``yes | head`` the leader may sit blocked
+    while the others run. CPU is the scheduler's nanosecond count (``schedstat``), plus the
+    clock ticks of children already reaped, so a short burst is seen too.
+    """
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            _, fields = _proc_stat(entry)
+            if int(fields[2]) != pgid:
+                continue
+            with open(f"/proc/{entry}/schedstat") as handle:
+                running_ns = int(handle.read().split()[0])
+            reaped = int(fields[13]) + int(fields[14])
+        except (OSError, ValueError, IndexError):
+            continue  # gone while we looked
+        members.append((int(entry), running_ns, reaped))
+    return tuple(sorted(members))
+
+
 def foreground(shell_pid):
-    """Return (name, cpu_ticks, is_shell) of the pane's foreground process group, or None."""
+    """Return (name, pgid, is_shell) of the pane's foreground process group, or None."""
     try:
         _, fields = _proc_stat(shell_pid)
         tpgid = int(fields[5])
         if tpgid <= 0 or tpgid == int(fields[2]):
             # The shell itself: it may still be busy reading a long line typed ahead.
-            return "bash", int(fields[11]) + int(fields[12]), True
-        name, fg_fields = _proc_stat(tpgid)
-        return name, int(fg_fields[11]) + int(fg_fields[12]), False
+            return "bash", int(fields[2]), True
+        name, _ = _proc_stat(tpgid)
+        return name, tpgid, False
     except (OSError, ValueError, IndexError):
         return None
 
@@ -155,7 +295,7 @@ def pane_pid():
 
 CAPTURE = (
     "display-message", "-p", "-t", SESSION,
-    "#{history_size} #{cursor_x} #{cursor_y} #{pane_dead}",
+    "#{history_size} #{cursor_x} #{cursor_y} #{pane_dead} #{pane_width} #{pane_height}",
     ";", "capture-pane", "-p", "-e", "-t", SESSION, "-S", "-", "-E", "-1",
     ";", "display-message", "-p", "-t", SESSION, SPLIT,
     ";", "capture-pane", "-p", "-e", "-t", SESSION,
@@ -164,14 +304,21 @@ CAPTURE = (
     ";", "clear-history", "-t", SESSION,
 )  # fmt: skip
 
+# While waiting: the screen, and how much history it has, so output that leaves the screen
+# as it was (`yes` prints the same line forever) still counts as a change.
+PEEK = (
+    "display-message", "-p", "-t", SESSION, "#{history_size} #{history_bytes}",
+    ";", "capture-pane", "-p", "-t", SESSION,
+)  # fmt: skip
+
 
 def capture(wait_for_prompt_line):
-    """Capture screen, new scrollback and cursor, and clear the scrollback read."""
+    """Capture screen, new scrollback, cursor and pane size, and clear the scrollback read."""
     histories = []
     for _ in range(50):
         head, rest = tmux(*CAPTURE).split("\n", 1)
         history, screen = rest.split(SPLIT + "\n", 1)
-        history_size, cursor_x, cursor_y, dead = (int(v or 0) for v in head.split())
+        history_size, cursor_x, cursor_y, dead, columns, rows = (int(v or 0) for v in head.split())
         if history_size:
             histories.append(history)
         lines = screen.split("\n")
@@ -186,6 +333,8 @@ def capture(wait_for_prompt_line):
         "screen": screen,
         "scrollback": "".join(histories),
         "cursor": [cursor_x, cursor_y],
+        "columns": columns,
+        "rows": rows,
         "exited": bool(dead),
         "at_prompt": at_prompt and not dead,
     }
@@ -214,27 +363,54 @@ def observe(shell_pid, returned, timed_out, timings):
     return reply
 
 
-def _exits_within(process, timeout):
-    """Return True if ``process`` ends within ``timeout`` seconds; wakes the moment it does."""
-    # Popen.wait(timeout) polls with growing sleeps, adding milliseconds to every step;
-    # a pidfd becomes readable exactly when the process exits.
-    pidfd = os.pidfd_open(process.pid)
-    try:
-        ready, _, _ = select.select([pidfd], [], [], timeout)
-    finally:
-        os.close(pidfd)
-    if ready:
-        process.wait()
-    return bool(ready)
+class Listener:
+    """A tmux client that runs the commands ``first``, then waits for the prompt signal.
+
+    It exits when the prompt hook signals the channel (or at once if ``first`` fails).
+    """
+
+    def __init__(self, first=()):
+        null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            command = [*first, *([";"] if first else []), "wait-for", CHANNEL]
+            self.pid, self._stderr = spawn(command, null)
+        finally:
+            os.close(null)
+        # A pidfd becomes readable exactly when the process exits; Popen.wait(timeout) polls
+        # with growing sleeps, which added milliseconds to every step.
+        self._pidfd = os.pidfd_open(self.pid)
+        self._running = True
+
+    def exited_within(self, timeout):
+        """Return True if the client ended within ``timeout`` s; raise if it failed."""
+        ready, _, _ = select.select([self._pidfd], [], [], timeout)
+        if not ready:
+            return False
+        self._running = False
+        os.close(self._pidfd)
+        _reap(self.pid, self._stderr, "wait-for")
+        return True
+
+    def stop(self):
+        """End the client if it is still waiting."""
+        if self._running:
+            self._running = False
+            os.kill(self.pid, signal.SIGKILL)
+            os.close(self._pidfd)
+            os.close(self._stderr)
+            os.waitpid(self.pid, 0)
 
 
-def wait_for_completion(shell_pid, before, timeout, quiet, min_wait):
-    """Wait for a new prompt, or a quiet screen with an idle foreground, or the timeout.
+def wait_for_completion(shell_pid, before, waiter, timeout, quiet, min_wait):
+    """Wait for a new prompt, or a quiet pane with an idle foreground job, or the timeout.
 
-    Returns (prompt_returned, timed_out). Quiet means no screen change and no CPU used by the
-    foreground process (the shell included: it may be reading a long line) for ``quiet``
-    seconds; ``min_wait`` keeps a ``wait`` action from ending early. At the timeout, a step
-    counts as timed out only if something was still changing.
+    ``waiter`` is the :class:`Listener` started with the step's keys.
+
+    Returns (prompt_returned, timed_out). Quiet means, for ``quiet`` seconds: the same screen,
+    no line added to the history, and no CPU used by any process of the foreground job (the
+    shell included: it may be reading a long line). ``min_wait`` keeps a ``wait`` action
+    from ending early. At the timeout, a step counts as timed out only if something was
+    still changing.
     """
     before_key = (before or (None,) * 4)[1:3]
 
@@ -243,35 +419,37 @@ def wait_for_completion(shell_pid, before, timeout, quiet, min_wait):
         return state is not None and state[1:3] != before_key
 
     started = time.monotonic()
-    waiter = subprocess.Popen(["tmux", "wait-for", CHANNEL])
-    last_screen, last_change, last_cpu = None, started, None
+    last_job, last_pane, last_change = None, None, started
     try:
         while True:
-            if _exits_within(waiter, POLL_S):
+            if waiter.exited_within(POLL_S):
                 if prompt_returned():
                     return True, False
                 # A signal left over from an earlier prompt: listen again.
-                waiter = subprocess.Popen(["tmux", "wait-for", CHANNEL])
+                waiter = Listener()
                 continue
             # The signal is the fast path; the state file is the truth. A listener killed at
             # the end of an earlier step can swallow a signal, so look at the file as well.
             if prompt_returned():
                 return True, False
             now = time.monotonic()
-            screen = tmux("capture-pane", "-p", "-t", SESSION)
             fg = foreground(shell_pid)
-            cpu = fg[1] if fg else None
-            if screen != last_screen or cpu != last_cpu:
-                last_screen, last_change, last_cpu = screen, now, cpu
+            job = fg and (fg[1], _group_activity(fg[1]))
+            if job != last_job:
+                last_job, last_change = job, now
+            else:
+                # Only an idle job needs a look at the pane (one more process): while output
+                # floods in, the job's own CPU use already says it is busy.
+                pane = tmux(*PEEK)
+                if pane != last_pane:
+                    last_pane, last_change = pane, now
             quiet_for = now - last_change
             if now - started >= timeout:
                 return False, quiet_for < quiet
             if quiet_for >= quiet and now - started >= min_wait:
                 return False, False
     finally:
-        if waiter.poll() is None:
-            waiter.kill()
-            waiter.wait()
+        waiter.stop()
 
 
 def handle(request, session):
@@ -288,22 +466,24 @@ def handle(request, session):
             "-y",
             str(request.get("height", 40)),
             "-c",
-            request.get("cwd", "/root"),
+            request.get("cwd", USER_HOME),
             "bash",
         )
         session["shell_pid"] = pane_pid()
         started = time.monotonic()
-        prompt, timed_out = wait_for_completion(session["shell_pid"], None, 10.0, 10.0, 0)
+        prompt, timed_out = wait_for_completion(session["shell_pid"], None, Listener(), 10, 10, 0)
         timings = {"send_s": 0.0, "wait_s": round(time.monotonic() - started, 6)}
         return observe(session["shell_pid"], prompt, timed_out, timings)
     if op == "step":
         before = read_state()
         started = time.monotonic()
-        send_keys(request.get("keys", []))
+        waiter = Listener(send_keys(request.get("keys", [])))
+        # Sent as far as we can tell: the last keys go with the listener, whose start this is.
         sent = time.monotonic()
         prompt, timed_out = wait_for_completion(
             session["shell_pid"],
             before,
+            waiter,
             float(request.get("timeout", 30)),
             float(request.get("quiet", 0.5)),
             float(request.get("min_wait", 0)),
@@ -318,20 +498,54 @@ def handle(request, session):
     raise ValueError(f"unknown op {op!r}")
 
 
+def forks_refused():
+    """Return how many new processes the container's process limit refused so far (0 if unknown)."""
+    for folder in PIDS_FOLDERS:
+        try:
+            with open(f"{folder}/pids.events") as handle:
+                events = handle.read().split()
+        except OSError:
+            continue
+        # "max N": N forks failed because the limit was reached.
+        return int(events[1]) if len(events) > 1 and events[0] == "max" else 0
+    return 0
+
+
+def forbid_inspection():
+    """Make this process non-dumpable: its memory and file descriptors are root's alone."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
 def main():
     """Serve requests from stdin until it closes."""
     session = {}
     for line in sys.stdin:
         if not line.strip():
             continue
+        request_id = None
+        refused_before = forks_refused()
         try:
-            reply = handle(json.loads(line), session)
+            request = json.loads(line)
+            request_id = request.get("id")
+            reply = handle(request, session)
         except Exception as error:  # reply, never die: the host decides what an error means
             reply = {"error": f"{type(error).__name__}: {error}"}
+        # A step during which the process limit refused forks (a fork bomb) is reported as
+        # such: the sandbox cannot be trusted to run the next one.
+        refused = forks_refused() - refused_before
+        if "error" in reply and refused:
+            reply["error"] = f"the process limit was reached: {reply['error']}"
+        reply["forks_refused"] = refused
+        reply["id"] = request_id
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TERM", "xterm-256color")
-    main()
+    become_driver()
+    if sys.argv[1:] == ["--observe"]:
+        print(json.dumps(observe(pane_pid(), returned=False, timed_out=False, timings={})))
+    else:
+        main()
