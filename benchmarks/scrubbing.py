@@ -1,8 +1,8 @@
 """Benchmark of secret scrubbing: recall on planted secrets, false positives on real transitions.
 
-Run ``.venv/bin/python benchmarks/secrets.py [--corpus RUN] [--web-corpus RUN | --no-web]``.
+Run ``.venv/bin/python benchmarks/scrubbing.py [--corpus RUN] [--web-corpus RUN | --no-web]``.
 
-**Recall.** :data:`FORMATS` holds 54 secret formats: provider keys and tokens (GitHub,
+**Recall.** :data:`FORMATS` holds 55 secret formats: provider keys and tokens (GitHub,
 GitLab, Slack, AWS, Stripe, OpenAI, Anthropic, Hugging Face, Google, npm, PyPI, Vault …),
 JWTs, hex and base64 tokens, passwords (plain, passphrases with spaces, special characters),
 credentials inside URLs and connection strings, and private keys (PEM RSA, PKCS#8, EC,
@@ -29,16 +29,10 @@ scrubbing): the share of rows changed (target < 1%). Replacements of credentials
 library plants on purpose (:data:`KNOWN_CORPUS_SECRETS`) are counted apart; the rows changed
 with e-mail and IP scrubbing on are reported too.
 
-Tables are printed; the report goes to ``benchmarks/results/secrets.json``.
+Tables are printed; the report goes to ``benchmarks/results/scrubbing.json``.
 """
 
 from __future__ import annotations
-
-import sys
-
-# Run as a script, this file's folder is first on the path, where this file would shadow the
-# standard library's `secrets` module (numpy imports it through datasets): search it last.
-sys.path.append(sys.path.pop(0))
 
 import argparse
 import base64
@@ -49,6 +43,7 @@ import random
 import shlex
 import string
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -78,7 +73,7 @@ from normalizers.terminal import TerminalNormalizer
 from schemas import Action, Transition, to_row, transition_id
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-RESULTS_FILE = RESULTS_DIR / "secrets.json"
+RESULTS_FILE = RESULTS_DIR / "scrubbing.json"
 LEAK_RUN = 9
 """A run of this many characters of a secret found after scrubbing is a leak."""
 TARGET_RECALL = 1.0
@@ -997,7 +992,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     loadavg_start = loadavg()
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="bench-secrets-", dir=RESULTS_DIR) as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-scrubbing-", dir=RESULTS_DIR) as tmp:
         work = Path(tmp)
         formats = [f for f in FORMATS if not args.formats or f.name in args.formats]
         recall = measure_recall(args.image, args.workers, args.seed, work / "planted", formats)
@@ -1015,7 +1010,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             false_positives.append(measure_false_positives(read_rows(web), "web explore"))
 
     report = {
-        "benchmark": "secrets",
+        "benchmark": "scrubbing",
         "created_at": datetime.now(UTC).isoformat(),
         "machine": machine_info(loadavg_start),
         "leak_run": LEAK_RUN,
