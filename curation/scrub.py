@@ -137,7 +137,8 @@ class KnownSecrets:
                         self._word_patterns[value] = pattern
                     found += [Finding(kind, *m.span()) for m in pattern.finditer(logical)]
                 continue
-            found += [Finding(kind, start, end) for start, end in _occurrences(logical, value)]
+            if value in logical:
+                found += [Finding(kind, start, end) for start, end in _occurrences(logical, value)]
             if "\n" in value:
                 for line in value.split("\n"):
                     if len(line.strip()) >= 16:
@@ -222,6 +223,7 @@ class Scrubber:
         self.counts: Counter[str] = Counter()
         self.remember = remember
         self._memo: dict[str, list[Finding]] = {}
+        self._decoded: dict[str, Any] = {}
 
     def find(self, text: str) -> list[Finding]:
         """Return the findings in a logical text (remembered for repeated texts)."""
@@ -234,6 +236,23 @@ class Scrubber:
                 self._memo.clear()  # a stream's repeats are close together: start afresh
             self._memo[text] = found
         return found
+
+    def decode(self, raw: str) -> Any:
+        """Decode a JSON column (the text itself if it is not JSON); not to be modified.
+
+        Remembered like findings: an observation's meta is the step before's next one.
+        """
+        if self.remember and raw in self._decoded:
+            return self._decoded[raw]
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw  # not JSON: scrubbed as one string
+        if self.remember:
+            if len(self._decoded) >= self.remember:
+                self._decoded.clear()
+            self._decoded[raw] = value
+        return value
 
     def text(self, text: str, known: KnownSecrets | None = None) -> str:
         """Return one string with every secret and personal datum replaced."""
@@ -347,10 +366,7 @@ class _RowScrub:
             return
         parsed = self.decoded.get((part, column))
         if parsed is None:
-            try:
-                parsed = json.loads(raw)
-            except json.JSONDecodeError:
-                parsed = raw  # not JSON: scrubbed as one string
+            parsed = self.scrubber.decode(raw)
             self.decoded[(part, column)] = parsed
         if part in self.screens and isinstance(parsed, dict):
             # the scrollback is scrubbed with the screen
@@ -366,12 +382,9 @@ class _RowScrub:
         if observation.get("format") != TERMINAL_FORMAT:
             self._add_plain(observation.get("text") or "")
             return
-        try:
-            meta = json.loads(observation.get("meta") or "{}")
-        except json.JSONDecodeError:
-            meta = None
+        meta: Any = {}
         if observation.get("meta"):
-            self.decoded[(part, "meta")] = meta if meta is not None else observation["meta"]
+            meta = self.decoded[(part, "meta")] = self.scrubber.decode(observation["meta"])
         meta = meta if isinstance(meta, dict) else {}
         scrollback = meta.get("new_scrollback")
         scrollback = scrollback if isinstance(scrollback, str) else ""
