@@ -122,10 +122,14 @@ class Step:
 
 
 def record(
-    steps: list[Step | tuple[str, list[str]]], episode_id: str = "ep-planted", width: int = 160
+    steps: list[Step | tuple[str, list[str]]],
+    episode_id: str = "ep-planted",
+    width: int = 160,
+    columns_in_meta: bool = False,
 ) -> list[dict[str, Any]]:
     """Play the steps in a :class:`Pane`; return the rows the driver would have recorded."""
     pane = Pane(width=width)
+    columns = {"columns": width} if columns_in_meta else {}
     screen, scrollback = pane.screen(), ""
     rows = []
     for index, item in enumerate(steps):
@@ -138,7 +142,7 @@ def record(
             observation=Observation(
                 format="terminal-screen",
                 text=screen,
-                meta={"cwd": "/root/work", "new_scrollback": scrollback, "prompt": True},
+                meta={"cwd": "/root/work", "new_scrollback": scrollback, **columns},
             ),
             action=Action(
                 name="keys",
@@ -148,7 +152,7 @@ def record(
             next_observation=Observation(
                 format="terminal-screen",
                 text=next_screen,
-                meta={"cwd": "/root/work", "new_scrollback": new_scrollback, "exit_code": 0},
+                meta={"cwd": "/root/work", "new_scrollback": new_scrollback, **columns},
             ),
         )
         rows.append(to_row(transition))
@@ -364,6 +368,19 @@ def test_bearer_token_in_a_wrapped_curl_command() -> None:
     rows = record([(typed, ['{"status": "queued"}'])])
     planted(rows, token)
     assert not leaks(scrub(rows), token)
+
+
+def test_the_pane_width_comes_from_meta_columns() -> None:
+    token = f"xoxb-{rand(12, string.digits)}-{rand(13, string.digits)}-{rand(24).lower()}"
+    # printed on a 100-column pane with only "xoxb-1" before the edge: neither part is a
+    # token alone, only the line joined at column 100 shows it
+    line = "notify " + "-" * (94 - len("notify  bot=")) + " bot=" + token
+    assert line.index(token) == 94
+    rows = record([("cat notify.log", [line])], width=100, columns_in_meta=True)
+    planted(rows, token)
+    assert not leaks(scrub(rows), token)
+    without_columns = record([("cat notify.log", [line])], width=100)
+    assert leaks(scrub(without_columns), token)  # read as 160 wide, the line is not joined
 
 
 def test_password_typed_at_a_prompt_is_scrubbed() -> None:
