@@ -24,10 +24,11 @@ secret survives in any string of any of its rows (JSON columns decoded). Target:
 **False positives.** The demo corpus (``worldtrace collect terminal --episodes 48
 --workers 2``, collected into a temporary folder unless ``--corpus`` names a run) and a few
 exploring web episodes (``worldtrace collect web --policy explore --episodes 3``, unless
-``--web-corpus`` or ``--no-web``) are scrubbed with secrets only (no e-mail or IP
-scrubbing): the share of rows changed (target < 1%). Replacements of credentials the task
-library plants on purpose (:data:`KNOWN_CORPUS_SECRETS`) are counted apart; the rows changed
-with e-mail and IP scrubbing on are reported too.
+``--web-corpus`` or ``--no-web``), and if asked exploring terminal episodes
+(``--explore-episodes N`` or ``--explore-corpus``), are scrubbed with secrets only (no
+e-mail or IP scrubbing): the share of rows changed (target < 1%). Replacements of
+credentials the task library plants on purpose (:data:`KNOWN_CORPUS_SECRETS`) are counted
+apart; the rows changed with e-mail and IP scrubbing on are reported too.
 
 Tables are printed; the report goes to ``benchmarks/results/scrubbing.json``.
 """
@@ -977,6 +978,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, help="a terminal run or corpus folder")
     parser.add_argument("--episodes", type=int, default=48, help="demo episodes to collect")
+    parser.add_argument("--explore-corpus", type=Path, help="a terminal run of exploring")
+    parser.add_argument(
+        "--explore-episodes",
+        type=int,
+        default=0,
+        help="exploring terminal episodes to collect as a further corpus (default: none)",
+    )
     parser.add_argument("--web-corpus", type=Path, help="a web run or corpus folder")
     parser.add_argument("--web-episodes", type=int, default=3, help="web episodes to collect")
     parser.add_argument("--no-web", action="store_true", help="skip the web transitions")
@@ -1003,6 +1011,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             ["--episodes", str(args.episodes), "--workers", str(args.workers)],
         )
         false_positives = [measure_false_positives(read_rows(corpus), "terminal demo")]
+        explore = args.explore_corpus
+        workers = ["--workers", str(args.workers)]
+        explore_args = ["--policy", "explore", "--episodes", str(args.explore_episodes)]
+        if explore is None and args.explore_episodes:
+            explore = collect("terminal", work / "explore", [*explore_args, *workers])
+        if explore is not None:
+            rows = read_rows(explore)
+            false_positives.append(measure_false_positives(rows, "terminal explore"))
         if not args.no_web:
             web = args.web_corpus or collect(
                 "web", work / "web", ["--policy", "explore", "--episodes", str(args.web_episodes)]
