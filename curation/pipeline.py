@@ -319,20 +319,26 @@ class _LocalExecutor(LocalPipelineExecutor):
         return super()._run_for_rank(rank, local_rank)
 
 
+_MAX_SOCKET_FOLDER = 70
+"""Longest folder for multiprocess's sockets: it adds about 25 bytes, Linux allows 108."""
+
+
 @contextlib.contextmanager
 def _multiprocess_tempdir(paths: _Paths) -> Iterator[None]:
     """Keep ``multiprocess``'s temporary folder (``pymp-*``) where the next run cleans it.
 
-    It holds the manager's socket: under the output's work folder when the path is short
-    enough for a Unix socket (108 bytes), else in the system's temporary folder under a name
-    derived from the output. Whatever a killed run left there is removed first.
+    It holds the manager's and forkserver's sockets: under the output's work folder when the
+    path is short enough for a Unix socket address (108 bytes), else under ``/tmp`` (short
+    whatever ``TMPDIR`` says) with a name derived from the output. Whatever a killed run left
+    there is removed first.
     """
     import multiprocess.process
 
     folder = paths.work / "tmp"
-    if len(str(folder)) > 70:
+    if len(str(folder)) > _MAX_SOCKET_FOLDER:
         digest = hashlib.sha256(str(paths.output).encode()).hexdigest()[:12]
-        folder = Path(tempfile.gettempdir()) / f"worldtrace-curate-{digest}"
+        short = Path("/tmp") if Path("/tmp").is_dir() else Path(tempfile.gettempdir())
+        folder = short / f"worldtrace-curate-{digest}"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     config = multiprocess.process.current_process()._config

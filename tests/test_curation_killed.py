@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import signal
@@ -108,3 +109,6 @@ def test_killed_curate_leaves_no_process_and_the_next_run_no_temporary_folder(
     assert (out / "stats.json").is_file()
     assert not (out / ".curation" / "tmp").exists()
     assert list(system_tmp.iterdir()) == []
+    # A work folder too deep for a socket address keeps them in /tmp, under the output's hash.
+    digest = hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:12]
+    assert not Path(f"/tmp/worldtrace-curate-{digest}").exists()
