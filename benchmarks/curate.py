@@ -38,11 +38,11 @@ import pyarrow.parquet as pq
 from common import loadavg, log, machine_info, write_report
 from datatrove.executor.local import LocalPipelineExecutor
 
-from curation.config import CurationConfig
-from curation.dedup import StateWordTokenizer, minhash_config
-from curation.documents import render_transition
-from curation.pipeline import curate
-from schemas import (
+from worldtrace.curation.config import CurationConfig
+from worldtrace.curation.dedup import StateWordTokenizer, minhash_config
+from worldtrace.curation.documents import render_transition
+from worldtrace.curation.pipeline import curate
+from worldtrace.schemas import (
     Action,
     EnvironmentRef,
     Observation,

@@ -50,9 +50,9 @@ import pyarrow.parquet as pq
 from common import loadavg, log, machine_info, write_report
 from curate import transition_rows
 
-import publishing.layout as layout
-from publishing.inspect import scan
-from schemas import Transition, arrow_schema_of
+import worldtrace.publishing.layout as layout
+from worldtrace.publishing.inspect import scan
+from worldtrace.schemas import Transition, arrow_schema_of
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 RESULTS_FILE = RESULTS_DIR / "publish.json"

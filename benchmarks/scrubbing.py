@@ -60,18 +60,18 @@ import pyarrow.parquet as pq
 from common import loadavg, log, machine_info, write_report
 from datatrove.data import Document
 
-from collectors.base import EpisodePlan
-from collectors.episode import EpisodeLimits, run_episode
-from collectors.policies import ReplayPolicy
-from collectors.recorder import RunRecorder
-from collectors.terminal.actions import command
-from collectors.terminal.environment import TerminalConfig, TerminalEnvironment
-from collectors.terminal.screen import plain_screen
-from collectors.terminal.tasks import TerminalTask, write_file
-from curation.config import ScrubSettings
-from curation.scrub import ScrubStep
-from normalizers.terminal import TerminalNormalizer
-from schemas import Action, Transition, to_row, transition_id
+from worldtrace.collectors.base import EpisodePlan
+from worldtrace.collectors.episode import EpisodeLimits, run_episode
+from worldtrace.collectors.policies import ReplayPolicy
+from worldtrace.collectors.recorder import RunRecorder
+from worldtrace.collectors.terminal.actions import command
+from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
+from worldtrace.collectors.terminal.screen import plain_screen
+from worldtrace.collectors.terminal.tasks import TerminalTask, write_file
+from worldtrace.curation.config import ScrubSettings
+from worldtrace.curation.scrub import ScrubStep
+from worldtrace.normalizers.terminal import TerminalNormalizer
+from worldtrace.schemas import Action, Transition, to_row, transition_id
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 RESULTS_FILE = RESULTS_DIR / "scrubbing.json"

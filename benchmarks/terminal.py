@@ -45,13 +45,18 @@ from typing import Any
 
 from common import loadavg, log, machine_info, write_report
 
-from collectors.base import EpisodePlan, HistoryItem, Policy, RawObservation
-from collectors.episode import EpisodeLimits, run_episode
-from collectors.recorder import RunRecorder, read_episode
-from collectors.terminal.actions import command
-from collectors.terminal.environment import TerminalConfig, TerminalEnvironment
-from sandboxes.docker import DockerSandbox, SandboxError, exit_cleanly_on_sigterm, require_image
-from schemas import Action
+from worldtrace.collectors.base import EpisodePlan, HistoryItem, Policy, RawObservation
+from worldtrace.collectors.episode import EpisodeLimits, run_episode
+from worldtrace.collectors.recorder import RunRecorder, read_episode
+from worldtrace.collectors.terminal.actions import command
+from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
+from worldtrace.sandboxes.docker import (
+    DockerSandbox,
+    SandboxError,
+    exit_cleanly_on_sigterm,
+    require_image,
+)
+from worldtrace.schemas import Action
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 RESULTS_FILE = RESULTS_DIR / "terminal.json"

@@ -32,15 +32,15 @@ from typing import Any
 
 from common import loadavg, log, machine_info, write_report
 
-from collectors.base import EpisodePlan
-from collectors.episode import EpisodeLimits, run_episode
-from collectors.recorder import RunRecorder, read_episode
-from collectors.web.actions import make_action
-from collectors.web.axtree import node_role
-from collectors.web.browser import close_thread_browser, thread_browser
-from collectors.web.environment import WebConfig, WebEnvironment
-from collectors.web.explore import ExplorePolicy
-from sandboxes.websites import RunningSite, require_site_images, start_site
+from worldtrace.collectors.base import EpisodePlan
+from worldtrace.collectors.episode import EpisodeLimits, run_episode
+from worldtrace.collectors.recorder import RunRecorder, read_episode
+from worldtrace.collectors.web.actions import make_action
+from worldtrace.collectors.web.axtree import node_role
+from worldtrace.collectors.web.browser import close_thread_browser, thread_browser
+from worldtrace.collectors.web.environment import WebConfig, WebEnvironment
+from worldtrace.collectors.web.explore import ExplorePolicy
+from worldtrace.sandboxes.websites import RunningSite, require_site_images, start_site
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 RESULTS_FILE = RESULTS_DIR / "web.json"

@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from schemas import Action, EnvironmentRef, PolicyRef
-from schemas.records import PolicyKind
+from worldtrace.schemas import Action, EnvironmentRef, PolicyRef
+from worldtrace.schemas.records import PolicyKind
 
 RawObservation = dict[str, Any]
 

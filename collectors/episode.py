@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from collectors.base import Environment, EpisodePlan, HistoryItem, Policy
-from collectors.recorder import EpisodeWriter, now_utc
-from sandboxes.docker import SandboxError
-from schemas.records import EpisodeStatus
+from worldtrace.collectors.base import Environment, EpisodePlan, HistoryItem, Policy
+from worldtrace.collectors.recorder import EpisodeWriter, now_utc
+from worldtrace.sandboxes.docker import SandboxError
+from worldtrace.schemas.records import EpisodeStatus
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from collectors.base import HistoryItem, Policy, RawObservation, Task
-from schemas import Action
+from worldtrace.collectors.base import HistoryItem, Policy, RawObservation, Task
+from worldtrace.schemas import Action
 
 
 class ScriptPolicy(Policy):

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from schemas.records import EpisodeStatus
+from worldtrace.schemas.records import EpisodeStatus
 
 
 class RunMismatchError(RuntimeError):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from importlib.metadata import entry_points
 
-from collectors.base import Collector
+from worldtrace.collectors.base import Collector
 
 ENTRY_POINT_GROUP = "worldtrace.collectors"
 

@@ -1,6 +1,6 @@
 """Curation of transition shards with datatrove: dedup, filters, scrubbing, decontamination."""
 
-from curation.config import CurationConfig, load_curation_config
-from curation.pipeline import CurationError, CurationReport, curate
+from worldtrace.curation.config import CurationConfig, load_curation_config
+from worldtrace.curation.pipeline import CurationError, CurationReport, curate
 
 __all__ = ["CurationConfig", "CurationError", "CurationReport", "curate", "load_curation_config"]

@@ -16,9 +16,9 @@ from typing import Any
 
 from datatrove.data import DocumentsPipeline
 
-from curation.config import DecontamSettings
-from curation.documents import section_texts
-from curation.tally import TallyStep
+from worldtrace.curation.config import DecontamSettings
+from worldtrace.curation.documents import section_texts
+from worldtrace.curation.tally import TallyStep
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 

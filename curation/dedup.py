@@ -31,9 +31,9 @@ from datatrove.utils.hashing import HashConfig
 from datatrove.utils.text import TextNormConfig
 from datatrove.utils.word_tokenizers import WordTokenizer
 
-from curation.config import MinhashSettings
-from curation.documents import rendered_action, section_texts
-from curation.tally import TallyStep
+from worldtrace.curation.config import MinhashSettings
+from worldtrace.curation.documents import rendered_action, section_texts
+from worldtrace.curation.tally import TallyStep
 
 _RECORD = struct.Struct("<QI")
 _WORD = re.compile(r"\w+|[^\w\s]", re.UNICODE)

@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.readers.base import BaseDiskReader
 
-from curation.tally import TallyStep
-from schemas import Transition, arrow_schema_of, from_row
+from worldtrace.curation.tally import TallyStep
+from worldtrace.schemas import Transition, arrow_schema_of, from_row
 
 TRANSITION_COLUMNS: tuple[str, ...] = tuple(arrow_schema_of(Transition).names)
 TRANSITIONS_GLOB = "*/*.parquet"

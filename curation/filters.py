@@ -16,10 +16,10 @@ from pathlib import Path
 
 from datatrove.data import Document, DocumentsPipeline
 
-from curation.config import FilterMode, FilterSettings
-from curation.documents import section_texts
-from curation.labels import add_label
-from curation.tally import TallyStep
+from worldtrace.curation.config import FilterMode, FilterSettings
+from worldtrace.curation.documents import section_texts
+from worldtrace.curation.labels import add_label
+from worldtrace.curation.tally import TallyStep
 
 
 def apply_mode(step: TallyStep, doc: Document, rule: str, mode: FilterMode) -> bool:

@@ -42,9 +42,9 @@ from datatrove.executor.local import LocalPipelineExecutor
 from datatrove.pipeline.base import PipelineStep
 from pydantic import BaseModel
 
-from curation.config import CurationConfig
-from curation.decontam import Decontaminate
-from curation.dedup import (
+from worldtrace.curation.config import CurationConfig
+from worldtrace.curation.decontam import Decontaminate
+from worldtrace.curation.dedup import (
     DropMarkedDuplicates,
     ExactDedupFilter,
     ExactDedupFind,
@@ -54,17 +54,17 @@ from curation.dedup import (
     minhash_filter,
     minhash_signature,
 )
-from curation.documents import TRANSITIONS_GLOB, TransitionReader
-from curation.filters import (
+from worldtrace.curation.documents import TRANSITIONS_GLOB, TransitionReader
+from worldtrace.curation.filters import (
     EpisodeErrorFilter,
     EpisodeErrorFind,
     EpisodeErrorTally,
     TransitionFilter,
 )
-from curation.scrub import ScrubStep
-from curation.stats import build_stats, write_stats
-from curation.tally import Checkpoint
-from curation.writers import TransitionWriter
+from worldtrace.curation.scrub import ScrubStep
+from worldtrace.curation.stats import build_stats, write_stats
+from worldtrace.curation.tally import Checkpoint
+from worldtrace.curation.writers import TransitionWriter
 
 
 class CurationError(RuntimeError):

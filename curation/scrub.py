@@ -3,7 +3,7 @@
 Fields scrubbed: ``task``, the observation and next observation ``text`` and ``meta``, the
 action ``text`` and ``arguments`` (JSON columns string by string, keys included). Each
 replacement is counted per kind (``scrubbed:<kind>``) in the stats. What is a secret is
-decided by :class:`curation.secrets.SecretFinder`; this module decides where to look and
+decided by :class:`worldtrace.curation.secrets.SecretFinder`; this module decides where to look and
 what to replace.
 
 * **Logical text, not screen lines.** A terminal observation (format ``terminal-screen``) is
@@ -37,11 +37,11 @@ from typing import Any
 
 from datatrove.data import DocumentsPipeline
 
-from collectors.terminal.actions import is_key_name
-from curation.config import ScrubSettings
-from curation.documents import render_transition
-from curation.secrets import PII_KINDS, Finding, SecretFinder, merge, placeholder
-from curation.tally import TallyStep
+from worldtrace.collectors.terminal.actions import is_key_name
+from worldtrace.curation.config import ScrubSettings
+from worldtrace.curation.documents import render_transition
+from worldtrace.curation.secrets import PII_KINDS, Finding, SecretFinder, merge, placeholder
+from worldtrace.curation.tally import TallyStep
 
 TERMINAL_FORMAT = "terminal-screen"
 MIN_REMEMBERED = 6

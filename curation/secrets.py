@@ -1,7 +1,8 @@
 """Where the secrets and personal data are in a text.
 
 :meth:`SecretFinder.find` returns the spans of one *logical* text to replace: a terminal
-screen whose wrapped lines are already joined (see :mod:`curation.scrub`), a task, an action
+screen whose wrapped lines are already joined (see :mod:`worldtrace.curation.scrub`), a task, an
+action
 or one JSON string. Detection combines detect-secrets' plugins (provider keys and tokens,
 JWTs, private-key headers, keyword assignments in quoted form, quoted high-entropy strings,
 URL credentials), its entropy measure, and our own patterns for what it lacks:

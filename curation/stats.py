@@ -1,6 +1,7 @@
 """Statistics per domain and environment version, written as ``stats.json`` next to the output.
 
-Counts come from the tallies the curation steps write per rank (see :mod:`curation.tally`);
+Counts come from the tallies the curation steps write per rank (see
+:mod:`worldtrace.curation.tally`);
 text lengths are measured on the written transitions with polars.
 """
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from curation.tally import ALL, read_tallies
+from worldtrace.curation.tally import ALL, read_tallies
 
 QUANTILES = (0.5, 0.9, 0.99)
 

@@ -1,4 +1,4 @@
-"""Per-rank event counters that curation steps write beside the output for :mod:`curation.stats`."""
+"""Per-rank event counters that curation steps write beside the output for the stats."""
 
 from __future__ import annotations
 

@@ -15,9 +15,9 @@ from typing import Any
 from datatrove.data import Document
 from datatrove.pipeline.writers.parquet import ParquetWriter
 
-from curation.documents import TRANSITION_COLUMNS
-from curation.labels import labels_of
-from schemas import Transition, arrow_schema_of
+from worldtrace.curation.documents import TRANSITION_COLUMNS
+from worldtrace.curation.labels import labels_of
+from worldtrace.schemas import Transition, arrow_schema_of
 
 
 def row_of(doc: Document) -> dict[str, Any]:
@@ -34,7 +34,7 @@ def row_of(doc: Document) -> dict[str, Any]:
 
 
 class TransitionWriter(ParquetWriter):
-    """Writes documents made by :class:`curation.documents.TransitionReader` as transitions."""
+    """Writes documents made by the transition reader back as transition rows."""
 
     name = "📒 Transitions"
 

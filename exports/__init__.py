@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from exports.agentworld import export_agentworld
-from exports.openai import export_openai
+from worldtrace.exports.agentworld import export_agentworld
+from worldtrace.exports.openai import export_openai
 
 Exporter = Callable[[Path, Path, int | None], dict[str, int]]
 

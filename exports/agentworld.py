@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from exports.prompts import render_action_prompt, render_response, system_prompt
-from exports.source import Step, continues, export_domains, window_start
+from worldtrace.exports.prompts import render_action_prompt, render_response, system_prompt
+from worldtrace.exports.source import Step, continues, export_domains, window_start
 
 
 def _turn_prompt(episode: list[Step], index: int, first_shown: int) -> str:

@@ -3,7 +3,8 @@
 Each domain becomes ``<out_dir>/<domain>.jsonl`` holding ``{"messages": [...]}`` lines: the
 domain's world-model system prompt, then one user/assistant pair per turn shown. The user turn
 holds the current state and the action (the first one also the task), the assistant turn the
-next state rendered as :func:`exports.prompts.render_response` does (an ``**Error:**`` line when
+next state rendered as :func:`worldtrace.exports.prompts.render_response` does (an ``**Error:**``
+line when
 the environment rejected the action, then the observation verbatim). The last pair is the
 transition the line is for; with ``history`` only that many earlier turns precede it
 (``None``: the whole episode so far).
@@ -15,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from exports.prompts import render_response, render_user_turn, system_prompt
-from exports.source import Step, export_domains, window_start
+from worldtrace.exports.prompts import render_response, render_user_turn, system_prompt
+from worldtrace.exports.source import Step, export_domains, window_start
 
 
 def openai_rows(

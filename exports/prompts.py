@@ -13,7 +13,7 @@ the recorded observation and error from a rendered target.
 
 from __future__ import annotations
 
-from schemas import DOMAINS
+from worldtrace.schemas import DOMAINS
 
 OBSERVATION_HEADER = "**Environment Observation:**"
 ERROR_PREFIX = "**Error:** "

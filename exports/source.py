@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from schemas import DOMAINS
+from worldtrace.schemas import DOMAINS
 
 LAYOUTS: tuple[str, ...] = ("data", "transitions")
 

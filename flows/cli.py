@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from collectors.episode import EpisodeResult
+from worldtrace.collectors.episode import EpisodeResult
 
 app = typer.Typer(
     help="Record real software environments into world-model training data.",
@@ -35,7 +35,7 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 @app.command()
 def doctor() -> None:
     """Report what is installed, running and missing, with the command that fixes it."""
-    from flows.doctor import render, run_checks
+    from worldtrace.flows.doctor import render, run_checks
 
     checks = run_checks()
     Console().print(render(checks))
@@ -76,7 +76,7 @@ def _key_values(pairs: list[str]) -> dict[str, Any]:
     """Parse ``KEY=VALUE`` flags; values are read as YAML, so numbers and booleans are typed."""
     import yaml
 
-    from flows.config import ConfigError
+    from worldtrace.flows.config import ConfigError
 
     parsed: dict[str, Any] = {}
     for pair in pairs:
@@ -122,7 +122,7 @@ def collect(
     ] = True,
 ) -> None:
     """Collect episodes in real sandboxes; re-running the same command resumes the run."""
-    from flows.config import ConfigError, load_config, validate_config
+    from worldtrace.flows.config import ConfigError, load_config, validate_config
 
     flags: dict[str, Any] = {
         "domain": domain,
@@ -155,9 +155,9 @@ def collect(
     except (ConfigError, LookupError) as error:
         raise _fail(str(error)) from None
 
-    from flows.collect import run_collection
-    from flows.progress import listening
-    from sandboxes.docker import SandboxError
+    from worldtrace.flows.collect import run_collection
+    from worldtrace.flows.progress import listening
+    from worldtrace.sandboxes.docker import SandboxError
 
     _quiet_prefect()
     console.print(f"run directory: {config.run_dir}", highlight=False)
@@ -183,7 +183,7 @@ def collect(
 
 def _exit_if_stopped() -> None:
     """After a run stopped by a signal: say how to resume, and exit with 128 + the signal."""
-    from flows.stopping import stopped_by
+    from worldtrace.flows.stopping import stopped_by
 
     signum = stopped_by()
     if signum is not None:
@@ -212,7 +212,7 @@ def normalize(
     rows_per_shard: Annotated[int, typer.Option(help="rows per parquet shard")] = 50_000,
 ) -> None:
     """Rebuild a run's transitions and episodes table from its raw episodes."""
-    from normalizers import normalize_run
+    from worldtrace.normalizers import normalize_run
 
     try:
         report = normalize_run(run_dir, rows_per_shard)
@@ -237,8 +237,8 @@ def curate(
     executor: Annotated[str, typer.Option(help="local or ray")] = "local",
 ) -> None:
     """Deduplicate, filter, scrub and decontaminate transitions with datatrove (resumable)."""
-    from curation.config import CurationConfig, load_curation_config
-    from curation.pipeline import curate as run_curation
+    from worldtrace.curation.config import CurationConfig, load_curation_config
+    from worldtrace.curation.pipeline import curate as run_curation
 
     config = load_curation_config(config_file) if config_file else CurationConfig()
     report = run_curation(source, out, config, workers=workers, executor=executor)
@@ -260,8 +260,8 @@ def publish(
     ] = False,
 ) -> None:
     """Write a curated corpus as a Hugging Face dataset folder, and optionally upload it."""
-    from publishing.hub import push_to_hub
-    from publishing.layout import PublishError, publish_folder
+    from worldtrace.publishing.hub import push_to_hub
+    from worldtrace.publishing.layout import PublishError, publish_folder
 
     if to is None and repo is None:
         raise _fail("give --to DIR, --repo org/name, or both")
@@ -282,7 +282,7 @@ def inspect(
     path: Annotated[str, typer.Argument(help="corpus, published folder or hf://datasets/…")],
 ) -> None:
     """Print rows, episodes, domains, environment versions, lengths and rates."""
-    from publishing.inspect import render, summarize
+    from worldtrace.publishing.inspect import render, summarize
 
     for table in render(summarize(path)):
         Console().print(table)
@@ -296,7 +296,7 @@ def export(
     history: Annotated[int | None, typer.Option(help="past turns to include")] = None,
 ) -> None:
     """Export transitions to a world-model SFT format."""
-    from exports import EXPORTERS
+    from worldtrace.exports import EXPORTERS
 
     if format_ not in EXPORTERS:
         raise _fail(f"unknown format {format_!r} (available: {', '.join(EXPORTERS)})")
@@ -310,10 +310,10 @@ def run(
     pipeline_file: Annotated[Path, typer.Argument(help="pipeline YAML: collect, curate, publish")],
 ) -> None:
     """Collect, curate and publish as one Prefect flow; re-running resumes every stage."""
-    from collectors.registry import get_collector
-    from flows.config import ConfigError
-    from flows.pipeline import file_sha256, load_pipeline_config, pipeline
-    from sandboxes.docker import SandboxError
+    from worldtrace.collectors.registry import get_collector
+    from worldtrace.flows.config import ConfigError
+    from worldtrace.flows.pipeline import file_sha256, load_pipeline_config, pipeline
+    from worldtrace.sandboxes.docker import SandboxError
 
     try:
         sha256 = file_sha256(pipeline_file)
@@ -336,7 +336,7 @@ def run(
 @app.command()
 def tasks(domain: Annotated[str, typer.Argument(help="domain")] = "terminal") -> None:
     """List the scripted tasks of a domain."""
-    from collectors.registry import get_collector
+    from worldtrace.collectors.registry import get_collector
 
     try:
         library = get_collector(domain).task_library()
@@ -356,8 +356,8 @@ def sandboxes_build(
     force: Annotated[bool, typer.Option(help="rebuild even if current")] = False,
 ) -> None:
     """Build the base image and every sandbox image whose definition changed."""
-    from sandboxes.docker import SandboxError
-    from sandboxes.images import build_all
+    from worldtrace.sandboxes.docker import SandboxError
+    from worldtrace.sandboxes.images import build_all
 
     try:
         built = build_all(force=force, progress=lambda line: console.print(line, highlight=False))
@@ -370,7 +370,7 @@ def sandboxes_build(
 @sandboxes_app.command("list")
 def sandboxes_list() -> None:
     """List running and leftover worldtrace containers."""
-    from sandboxes.docker import live_sandboxes, owner_alive
+    from worldtrace.sandboxes.docker import live_sandboxes, owner_alive
 
     table = Table("container", "image", "status", "owner pid", "orphaned")
     for container in live_sandboxes():
@@ -390,7 +390,7 @@ def sandboxes_gc(
     all_: Annotated[bool, typer.Option("--all", help="also remove sandboxes still in use")] = False,
 ) -> None:
     """Remove sandboxes left behind by crashed runs (or every sandbox with --all)."""
-    from sandboxes.docker import SandboxError, gc
+    from worldtrace.sandboxes.docker import SandboxError, gc
 
     try:
         removed = gc(everything=all_)
@@ -400,7 +400,7 @@ def sandboxes_gc(
 
 
 def main() -> None:
-    """Entry point for ``python -m flows.cli``."""
+    """Entry point for ``python -m worldtrace.flows.cli``."""
     app()
 
 

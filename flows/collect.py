@@ -20,7 +20,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from collectors.episode import (
+from worldtrace.collectors.episode import (
     EpisodeInterrupted,
     EpisodeLimits,
     EpisodeResult,
@@ -28,13 +28,13 @@ from collectors.episode import (
     seal_after_retries,
     stop_requested,
 )
-from collectors.recorder import EpisodeAlreadySealed, RunRecorder
-from collectors.registry import get_collector
-from flows import progress
-from flows.config import CollectConfig, claim_run, load_run
-from flows.stopping import collecting
-from normalizers import normalize_run
-from sandboxes.docker import RUN_LABEL, SandboxError, gc, labelled
+from worldtrace.collectors.recorder import EpisodeAlreadySealed, RunRecorder
+from worldtrace.collectors.registry import get_collector
+from worldtrace.flows import progress
+from worldtrace.flows.config import CollectConfig, claim_run, load_run
+from worldtrace.flows.stopping import collecting
+from worldtrace.normalizers import normalize_run
+from worldtrace.sandboxes.docker import RUN_LABEL, SandboxError, gc, labelled
 
 
 class EpisodeSandboxFailed(SandboxError):
@@ -120,7 +120,8 @@ def collect(
 ) -> dict[str, Any]:
     """Collect the run's missing episodes, then normalize the run; return a summary.
 
-    ``run_dir`` holds the configuration (``run.json``, see :func:`flows.config.claim_run`);
+    ``run_dir`` holds the configuration (``run.json``, see
+    :func:`worldtrace.flows.config.claim_run`);
     ``config_sha256`` pins it, so an edited file is refused rather than half applied.
     """
     config = load_run(Path(run_dir), config_sha256)

@@ -26,8 +26,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from collectors.recorder import RunRecorder
-from collectors.registry import get_collector
+from worldtrace.collectors.recorder import RunRecorder
+from worldtrace.collectors.registry import get_collector
 
 
 class ConfigError(ValueError):

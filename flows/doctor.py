@@ -35,7 +35,9 @@ KEY_PACKAGES = (
 PINNED_PACKAGES = ("prefect", "fastapi", "multiprocess")
 DEBIAN_PACKAGES = ("docker.io", "debootstrap", "tmux", "chromium", "e2fsprogs")
 # The project's own top-level packages; the distribution is called "worldtrace".
-PROJECT_PACKAGES = ("schemas", "sandboxes", "collectors", "normalizers", "flows")
+# What the commands run: importing these imports every layer (flows → curation/publishing →
+# normalizers → collectors → sandboxes → schemas), and the domains come from the registry.
+ENTRY_MODULES = ("worldtrace.flows.pipeline", "worldtrace.exports")
 MIN_PYTHON = (3, 11)
 MIN_FREE_GB = 5.0
 
@@ -74,14 +76,14 @@ def _worldtrace() -> list[Check]:
     except importlib.metadata.PackageNotFoundError:
         return [Check("worldtrace", False, "the worldtrace distribution is not installed", fix)]
     broken = []
-    for package in PROJECT_PACKAGES:
+    for module in ENTRY_MODULES:
         try:
-            importlib.import_module(package)
+            importlib.import_module(module)
         except Exception as error:
-            broken.append(f"{package}: {type(error).__name__}: {error}")
+            broken.append(f"{module}: {type(error).__name__}: {error}")
     if broken:
         return [Check("worldtrace", False, f"{version}; cannot import " + "; ".join(broken), fix)]
-    return [Check("worldtrace", True, f"{version} (packages {', '.join(PROJECT_PACKAGES)})", None)]
+    return [Check("worldtrace", True, f"{version} (imports {', '.join(ENTRY_MODULES)})", None)]
 
 
 def _pins() -> dict[str, str]:
@@ -155,8 +157,8 @@ def _docker_checks() -> list[Check]:
     # Imported here so that a broken sandboxes package fails these checks, not the report.
     import docker.errors
 
-    from sandboxes import docker as sandbox_docker
-    from sandboxes import images
+    from worldtrace.sandboxes import docker as sandbox_docker
+    from worldtrace.sandboxes import images
 
     definitions = images.list_definitions()
     try:
@@ -236,7 +238,7 @@ def _sandbox_disks() -> list[Check]:
     import time
     import uuid
 
-    from sandboxes.disk import DiskError, SandboxDisk, disk_root
+    from worldtrace.sandboxes.disk import DiskError, SandboxDisk, disk_root
 
     fix = (
         "run as root on a machine with loop devices and e2fsprogs (`make setup`), or give "
@@ -254,7 +256,7 @@ def _sandbox_disks() -> list[Check]:
 
 
 def _browser() -> list[Check]:
-    from collectors.web.browser import chromium_path, chromium_version
+    from worldtrace.collectors.web.browser import chromium_path, chromium_version
 
     fix = "make setup  (or `apt-get install chromium`; never `playwright install`)"
     try:

@@ -36,13 +36,13 @@ from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from collectors.episode import stop_requested
-from curation.config import CurationConfig
-from curation.pipeline import curate
-from flows.collect import collect
-from flows.config import CollectConfig, ConfigError, claim_run
-from publishing.hub import push_to_hub
-from publishing.layout import publish_folder
+from worldtrace.collectors.episode import stop_requested
+from worldtrace.curation.config import CurationConfig
+from worldtrace.curation.pipeline import curate
+from worldtrace.flows.collect import collect
+from worldtrace.flows.config import CollectConfig, ConfigError, claim_run
+from worldtrace.publishing.hub import push_to_hub
+from worldtrace.publishing.layout import publish_folder
 
 
 class PublishTarget(BaseModel):

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
-from collectors.episode import EpisodeResult
+from worldtrace.collectors.episode import EpisodeResult
 
 
 class ProgressListener(Protocol):

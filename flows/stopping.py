@@ -1,7 +1,8 @@
 """Stopping a collection on SIGTERM or Ctrl-C within seconds, leaving it resumable.
 
 While episodes are being collected (:func:`collecting`), the first signal asks every episode to
-stop (:func:`collectors.episode.request_stop`), removes this process's sandboxes and lets every
+stop (:func:`worldtrace.collectors.episode.request_stop`), removes this process's sandboxes and
+lets every
 domain interrupt what is not a sandbox (a browser on the host), so that blocked steps return at
 once; the interrupted episodes are set aside, not sealed, and the same command resumes the run.
 A second signal leaves at once. Outside a collection (curating, publishing) signals keep their
@@ -22,9 +23,9 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
-from collectors.episode import clear_stop, request_stop, stop_requested
-from collectors.registry import available_domains, get_collector
-from sandboxes.docker import close_all
+from worldtrace.collectors.episode import clear_stop, request_stop, stop_requested
+from worldtrace.collectors.registry import available_domains, get_collector
+from worldtrace.sandboxes.docker import close_all
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _received: list[int] = []

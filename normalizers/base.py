@@ -13,8 +13,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from collectors.recorder import read_episode
-from schemas import (
+from worldtrace.collectors.recorder import read_episode
+from worldtrace.schemas import (
     Action,
     EnvironmentRef,
     Episode,
@@ -25,7 +25,7 @@ from schemas import (
     Transition,
     transition_id,
 )
-from schemas.records import Record
+from worldtrace.schemas.records import Record
 
 COLLECTOR_VERSION = "0.1.0"
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from normalizers.base import DomainNormalizer, MalformedEpisode
-from normalizers.shards import ShardWriter
-from schemas import Episode, RecordError, Transition, to_table
+from worldtrace.normalizers.base import DomainNormalizer, MalformedEpisode
+from worldtrace.normalizers.shards import ShardWriter
+from worldtrace.schemas import Episode, RecordError, Transition, to_table
 
 ENTRY_POINT_GROUP = "worldtrace.normalizers"
 DEFAULT_LICENCE = "cc-by-4.0"

@@ -14,7 +14,7 @@ from types import TracebackType
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from schemas import arrow_schema_of, to_table
+from worldtrace.schemas import arrow_schema_of, to_table
 
 
 class ShardWriter:

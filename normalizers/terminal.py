@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from collectors.terminal.actions import render_keys
-from collectors.terminal.screen import plain_screen
-from normalizers.base import DomainNormalizer
-from schemas import Action, Observation
+from worldtrace.collectors.terminal.actions import render_keys
+from worldtrace.collectors.terminal.screen import plain_screen
+from worldtrace.normalizers.base import DomainNormalizer
+from worldtrace.schemas import Action, Observation
 
 FORMAT = "terminal-screen"
 

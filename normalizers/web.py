@@ -1,7 +1,8 @@
 """Web raw records → transitions: BrowserGym's accessibility-tree text, the screenshot, facts.
 
 The raw observation keeps the whole DevTools accessibility tree, so the text can be rendered
-again (with a newer :func:`collectors.web.axtree.flatten_axtree`) without collecting again.
+again (with a newer :func:`worldtrace.collectors.web.axtree.flatten_axtree`) without collecting
+again.
 
 Runs recorded before sites had stable origins reached each site on a loopback port of the
 day (``http://127.0.0.1:58325/...``), so the same page read differently in every episode.
@@ -16,11 +17,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from collectors.web.actions import action_text
-from collectors.web.axtree import flatten_axtree
-from normalizers.base import DomainNormalizer
-from sandboxes.websites import SITES
-from schemas import Action, EnvironmentRef, Observation, PolicyRef, Transition
+from worldtrace.collectors.web.actions import action_text
+from worldtrace.collectors.web.axtree import flatten_axtree
+from worldtrace.normalizers.base import DomainNormalizer
+from worldtrace.sandboxes.websites import SITES
+from worldtrace.schemas import Action, EnvironmentRef, Observation, PolicyRef, Transition
 
 FORMAT = "axtree"
 

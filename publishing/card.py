@@ -15,9 +15,9 @@ import yaml
 from datasets import Image, Value
 from pydantic import BaseModel
 
-from publishing.inspect import DOMAIN_COLUMNS, domain_cells
-from schemas import SCHEMA_VERSION, Transition, features_of
-from schemas.records import JsonColumn
+from worldtrace.publishing.inspect import DOMAIN_COLUMNS, domain_cells
+from worldtrace.schemas import SCHEMA_VERSION, Transition, features_of
+from worldtrace.schemas.records import JsonColumn
 
 ALL_CONFIG = "all"
 
@@ -157,7 +157,8 @@ def render_card(
 ) -> str:
     """Return the full ``README.md`` text for a corpus described by ``summary``.
 
-    ``summary`` is the result of :func:`publishing.inspect.summarize` over the published data;
+    ``summary`` is the result of :func:`worldtrace.publishing.inspect.summarize` over the published
+    data;
     ``curated`` says whether the rows went through ``worldtrace curate`` (the card says so).
     """
     domains = list(summary["domains"])
@@ -253,7 +254,7 @@ def render_card(
         'flat.group_by("action_name").len().sort("len", descending=True).collect()',
         "```",
         "",
-        "`publishing.inspect.scan(path)` in worldtrace gives the same flattened view "
+        "`worldtrace.publishing.inspect.scan(path)` gives the same flattened view "
         "(`observation_text`, `action_text`, `env_version`, …) for local folders and "
         "`hf://` paths.",
         "",

@@ -25,7 +25,7 @@ from huggingface_hub import HfApi
 from huggingface_hub.hf_api import RepoFile
 from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
-from publishing.layout import MANIFEST, SCHEMA_FILE, file_sha256
+from worldtrace.publishing.layout import MANIFEST, SCHEMA_FILE, file_sha256
 
 REPO_TYPE = "dataset"
 MANAGED_PREFIXES = ("data/", "meta/")
@@ -121,7 +121,7 @@ def push_to_hub(
     force: bool = False,
     endpoint: str | None = None,
 ) -> PushReport:
-    """Upload a folder written by :func:`publishing.layout.publish_folder` to ``repo_id``.
+    """Upload a folder written by ``publish_folder`` to the Hub dataset repo ``repo_id``.
 
     Creates the dataset repository (``private`` applies only on creation) and the branch
     ``revision`` if missing. Refuses with :class:`SchemaMismatchError` when the repository

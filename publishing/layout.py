@@ -39,9 +39,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from publishing.card import ALL_CONFIG, render_card
-from publishing.inspect import arrow_row_stats, summarize_stats
-from schemas import SCHEMA_VERSION, Episode, Transition, arrow_schema_of
+from worldtrace.publishing.card import ALL_CONFIG, render_card
+from worldtrace.publishing.inspect import arrow_row_stats, summarize_stats
+from worldtrace.schemas import SCHEMA_VERSION, Episode, Transition, arrow_schema_of
 
 MANIFEST = "meta/manifest.json"
 SCHEMA_FILE = "meta/schema.json"

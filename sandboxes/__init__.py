@@ -1,5 +1,5 @@
 """Where real environments run: Docker images and containers with limits and cleanup."""
 
-from sandboxes.docker import DockerSandbox, ExecResult, Limits, SandboxDied, SandboxError
+from worldtrace.sandboxes.docker import DockerSandbox, ExecResult, Limits, SandboxDied, SandboxError
 
 __all__ = ["DockerSandbox", "ExecResult", "Limits", "SandboxDied", "SandboxError"]

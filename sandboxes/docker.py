@@ -8,7 +8,8 @@ crash.
 
 The disk cap: the container's root filesystem is read-only, and the paths its image declares
 writable (the label ``worldtrace.writable``, space-separated; ``/tmp`` when absent) are folders
-of a small filesystem made for this sandbox alone (:mod:`sandboxes.disk`), seeded with what the
+of a small filesystem made for this sandbox alone (:mod:`worldtrace.sandboxes.disk`), seeded with
+what the
 image holds at those paths. Writing past ``Limits.disk_mb`` fails inside the sandbox with "No
 space left on device" and never fills the host's disk.
 """
@@ -41,7 +42,7 @@ from docker.models.images import Image
 from docker.types import Mount
 from pydantic import BaseModel, ConfigDict, Field
 
-from sandboxes.disk import DiskError, SandboxDisk, collect_orphans
+from worldtrace.sandboxes.disk import DiskError, SandboxDisk, collect_orphans
 
 LABEL = "worldtrace.sandbox"
 OWNER_PID_LABEL = "worldtrace.owner_pid"

@@ -10,7 +10,7 @@ folder and of the base image id. An image whose label matches the current hash i
 so ``make setup`` costs a fraction of a second once everything is built, and editing a file
 in a definition (or rebuilding the base) is enough to get the image rebuilt.
 
-Run ``python -m sandboxes.images`` to build whatever is missing or stale.
+Run ``python -m worldtrace.sandboxes.images`` to build whatever is missing or stale.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import docker
 import docker.errors
 from docker.models.images import Image
 
-from sandboxes.docker import SandboxError, docker_client
+from worldtrace.sandboxes.docker import SandboxError, docker_client
 
 BASE_IMAGE = "worldtrace/base:bookworm"
 BASE_SUITE = "bookworm"

@@ -45,9 +45,15 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal
 
-from sandboxes.docker import DockerSandbox, Limits, SandboxError, docker_client, require_image
-from sandboxes.images import BASE_IMAGE
-from sandboxes.netns import NamespaceError, NetworkNamespace
+from worldtrace.sandboxes.docker import (
+    DockerSandbox,
+    Limits,
+    SandboxError,
+    docker_client,
+    require_image,
+)
+from worldtrace.sandboxes.images import BASE_IMAGE
+from worldtrace.sandboxes.netns import NamespaceError, NetworkNamespace
 
 SERVER_LOG = "/tmp/site-server.log"
 """Where the server's stdout and stderr go inside the container."""
@@ -215,7 +221,7 @@ def require_site_images(names: Iterable[str]) -> None:
     if missing:
         raise SiteError(
             f"site image(s) missing: {', '.join(missing)}; build them with "
-            "`python -m sandboxes.images` (or `make setup`)"
+            "`python -m worldtrace.sandboxes.images` (or `make setup`)"
         )
 
 

@@ -1,7 +1,7 @@
 """The shared record: pydantic models and the Arrow/``datasets`` schema derived from them."""
 
-from schemas.arrow import arrow_schema_of, features_of, from_row, to_row, to_table
-from schemas.records import (
+from worldtrace.schemas.arrow import arrow_schema_of, features_of, from_row, to_row, to_table
+from worldtrace.schemas.records import (
     DOMAINS,
     SCHEMA_VERSION,
     Action,

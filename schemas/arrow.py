@@ -18,7 +18,7 @@ import pyarrow as pa
 from datasets import Features, Image, Value
 from pydantic import BaseModel
 
-from schemas.records import SCHEMA_VERSION, ImageColumn, JsonColumn, Record
+from worldtrace.schemas.records import SCHEMA_VERSION, ImageColumn, JsonColumn, Record
 
 SCHEMA_VERSION_KEY = b"worldtrace.schema_version"
 RECORD_KEY = b"worldtrace.record"

@@ -1,7 +1,7 @@
 """The records every stage shares: one transition per row, one episode per episode row.
 
 These pydantic models are the single definition of the record shapes. The Arrow schema and
-the ``datasets.Features`` used on disk are derived from them in :mod:`schemas.arrow`.
+the ``datasets.Features`` used on disk are derived from them in :mod:`worldtrace.schemas.arrow`.
 
 Free-form dictionaries (``meta``, ``arguments``, ``components``) are typed as :data:`JsonDict`:
 in Python they are dicts, on disk they are JSON strings, so every domain shares one Arrow

@@ -87,4 +87,4 @@ fi
 
 # --- 4. sandbox images ----------------------------------------------------------------------
 # Prints one line per image; builds only what is missing or stale (see sandboxes/images.py).
-"$VENV/bin/python" -m sandboxes.images
+"$VENV/bin/python" -m worldtrace.sandboxes.images

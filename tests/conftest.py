@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="session")
 def terminal_image() -> str:
     """The terminal sandbox image, built if its definition changed."""
-    from sandboxes.images import ensure_image
+    from worldtrace.sandboxes.images import ensure_image
 
     ensure_image("terminal", client=None)
     return "worldtrace/terminal:latest"
@@ -39,9 +39,9 @@ def terminal_image() -> str:
 @pytest.fixture(scope="session")
 def site_images() -> None:
     """Every web site image, built if its definition changed; skips only without Docker."""
-    from sandboxes.docker import SandboxError, docker_client
-    from sandboxes.images import ensure_image
-    from sandboxes.websites import SITES
+    from worldtrace.sandboxes.docker import SandboxError, docker_client
+    from worldtrace.sandboxes.images import ensure_image
+    from worldtrace.sandboxes.websites import SITES
 
     try:
         docker_client()

@@ -5,7 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from schemas import Action, EnvironmentRef, Observation, PolicyRef, Source, Timing, Transition
+from worldtrace.schemas import (
+    Action,
+    EnvironmentRef,
+    Observation,
+    PolicyRef,
+    Source,
+    Timing,
+    Transition,
+)
 
 
 def make_transition(step: int = 0, episode_id: str = "ep-1", **changes: Any) -> Transition:

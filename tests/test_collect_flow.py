@@ -14,14 +14,14 @@ import docker
 import polars as pl
 import pytest
 
-import collectors.terminal as terminal_domain
-from collectors.recorder import read_episode
-from collectors.terminal.actions import command
-from collectors.terminal.tasks import TerminalTask
-from flows import progress
-from flows.collect import run_collection
-from flows.config import validate_config
-from sandboxes.docker import LABEL, OWNER_PID_LABEL
+import worldtrace.collectors.terminal as terminal_domain
+from worldtrace.collectors.recorder import read_episode
+from worldtrace.collectors.terminal.actions import command
+from worldtrace.collectors.terminal.tasks import TerminalTask
+from worldtrace.flows import progress
+from worldtrace.flows.collect import run_collection
+from worldtrace.flows.config import validate_config
+from worldtrace.sandboxes.docker import LABEL, OWNER_PID_LABEL
 
 pytestmark = pytest.mark.docker
 
@@ -39,7 +39,7 @@ def test_killed_collection_resumes_with_every_episode_exactly_once(tmp_path, ter
     command = [
         sys.executable,
         "-m",
-        "flows.cli",
+        "worldtrace.flows.cli",
         "collect",
         "terminal",
         "--episodes",

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
-from flows.config import ConfigError, load_config, validate_config
+from worldtrace.flows.cli import app
+from worldtrace.flows.config import ConfigError, load_config, validate_config
 
 runner = CliRunner()
 

@@ -10,13 +10,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from curation import CurationConfig, CurationError, curate, load_curation_config
-from curation.config import ScrubSettings
-from curation.scrub import Scrubber
-from normalizers.shards import ShardWriter
-from schemas import Action, Episode, Observation, Transition, to_row, to_table
-from schemas.arrow import arrow_schema_of
 from tests.records import make_transition
+from worldtrace.curation import CurationConfig, CurationError, curate, load_curation_config
+from worldtrace.curation.config import ScrubSettings
+from worldtrace.curation.scrub import Scrubber
+from worldtrace.normalizers.shards import ShardWriter
+from worldtrace.schemas import Action, Episode, Observation, Transition, to_row, to_table
+from worldtrace.schemas.arrow import arrow_schema_of
 
 PROSE = (
     "The quick brown fox jumps over the lazy dog while the server logs every request it "

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from schemas import Observation, Transition, to_table
 from tests.records import make_transition
+from worldtrace.schemas import Observation, Transition, to_table
 
 WORDS = [
     "alpha",
@@ -80,7 +80,7 @@ def test_killed_curate_leaves_no_process_and_the_next_run_no_temporary_folder(
     system_tmp.mkdir()
     out = tmp_path / "corpus"
     command = [
-        sys.executable, "-m", "flows.cli", "curate", str(run), "--out", str(out),
+        sys.executable, "-m", "worldtrace.flows.cli", "curate", str(run), "--out", str(out),
         "--workers", "2", "--config", str(tmp_path / "curate.yaml"),
     ]  # fmt: skip
     env = {**os.environ, "TMPDIR": str(system_tmp)}

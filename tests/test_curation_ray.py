@@ -10,11 +10,11 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from curation import CurationConfig, CurationError, curate  # noqa: E402
-from curation.pipeline import _run_stage  # noqa: E402
-from normalizers.shards import ShardWriter  # noqa: E402
-from schemas import Transition  # noqa: E402
 from tests.test_curation import PROSE, numbers_screen, read_output, step  # noqa: E402
+from worldtrace.curation import CurationConfig, CurationError, curate  # noqa: E402
+from worldtrace.curation.pipeline import _run_stage  # noqa: E402
+from worldtrace.normalizers.shards import ShardWriter  # noqa: E402
+from worldtrace.schemas import Transition  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import curation.documents
-from curation import curate
-from schemas import Observation, Transition, to_row
-from schemas.arrow import arrow_schema_of
+import worldtrace.curation.documents as documents
 from tests.records import make_transition
+from worldtrace.curation import curate
+from worldtrace.schemas import Observation, Transition, to_row
+from worldtrace.schemas.arrow import arrow_schema_of
 
 
 def transition(episode: str, screen: str) -> dict[str, Any]:
@@ -54,13 +54,13 @@ def test_rows_validated_once_and_positions_stay_aligned(
     ]
     write_rows(tmp_path / "in" / "transitions" / "terminal" / "part-00000.parquet", rows)
     calls = []
-    original = curation.documents.from_row
+    original = documents.from_row
 
     def counting_from_row(model: Any, row: dict[str, Any]) -> Any:
         calls.append(row["id"])
         return original(model, row)
 
-    monkeypatch.setattr(curation.documents, "from_row", counting_from_row)
+    monkeypatch.setattr(documents, "from_row", counting_from_row)
     report = curate(tmp_path / "in", tmp_path / "out")
     assert sorted(calls) == sorted(row["id"] for row in rows)  # one validation per row
     # were the invalid row not skipped in the write pass too, the dedup filters would drop

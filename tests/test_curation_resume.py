@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from curation import CurationError, curate
 from tests.test_curation_reader import output_ids, transition, write_rows
+from worldtrace.curation import CurationError, curate
 
 
 def test_resume_refuses_changed_input(tmp_path: Path) -> None:

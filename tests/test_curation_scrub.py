@@ -31,14 +31,22 @@ import polars as pl
 import pytest
 from datatrove.data import Document
 
-from collectors.terminal.screen import plain_screen
-from curation import CurationConfig, curate
-from curation.config import ScrubSettings
-from curation.scrub import Scrubber, ScrubStep
-from curation.secrets import EMAIL, IPV4, IPV6, KEPT_IPS, Finding, merge, secret_name_kind
-from normalizers.shards import ShardWriter
-from schemas import Action, Observation, Transition, from_row, to_row
 from tests.records import make_transition
+from worldtrace.collectors.terminal.screen import plain_screen
+from worldtrace.curation import CurationConfig, curate
+from worldtrace.curation.config import ScrubSettings
+from worldtrace.curation.scrub import Scrubber, ScrubStep
+from worldtrace.curation.secrets import (
+    EMAIL,
+    IPV4,
+    IPV6,
+    KEPT_IPS,
+    Finding,
+    merge,
+    secret_name_kind,
+)
+from worldtrace.normalizers.shards import ShardWriter
+from worldtrace.schemas import Action, Observation, Transition, from_row, to_row
 
 LEAK_RUN = 9
 """A run of this many characters of a secret found anywhere after scrubbing is a leak."""
@@ -667,14 +675,14 @@ def test_a_recorded_episode_with_the_attacks_secrets_is_curated_clean(
     tmp_path: Path, terminal_image: str
 ) -> None:
     """The attack replayed in a real sandbox, recorded, normalized and curated."""
-    from collectors.episode import EpisodeLimits, run_episode
-    from collectors.policies import ReplayPolicy
-    from collectors.recorder import RunRecorder
-    from collectors.terminal import TerminalCollector
-    from collectors.terminal.actions import command
-    from collectors.terminal.environment import TerminalConfig
-    from collectors.terminal.tasks import TerminalTask, write_file
-    from normalizers.run import normalize_run
+    from worldtrace.collectors.episode import EpisodeLimits, run_episode
+    from worldtrace.collectors.policies import ReplayPolicy
+    from worldtrace.collectors.recorder import RunRecorder
+    from worldtrace.collectors.terminal import TerminalCollector
+    from worldtrace.collectors.terminal.actions import command
+    from worldtrace.collectors.terminal.environment import TerminalConfig
+    from worldtrace.collectors.terminal.tasks import TerminalTask, write_file
+    from worldtrace.normalizers.run import normalize_run
 
     token, slack = "ghp_" + rand(36), f"xoxb-{rand(11, string.digits)}-{rand(24).lower()}"
     password, key_text = "Xk9#pLm2!" + rand(8), pem_key()

@@ -7,8 +7,8 @@ import uuid
 import pytest
 from rich.console import Console
 
-from flows import doctor
-from sandboxes import images
+from worldtrace.flows import doctor
+from worldtrace.sandboxes import images
 
 
 def by_name(checks: list[doctor.Check]) -> dict[str, doctor.Check]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.episode import EpisodeLimits, run_episode
-from collectors.policies import ReplayPolicy, ScriptPolicy
-from collectors.recorder import RunRecorder, read_episode
-from collectors.terminal import TerminalCollector, TerminalConfig
-from collectors.terminal.actions import command
-from collectors.terminal.tasks import TerminalTask, task_by_name
+from worldtrace.collectors.episode import EpisodeLimits, run_episode
+from worldtrace.collectors.policies import ReplayPolicy, ScriptPolicy
+from worldtrace.collectors.recorder import RunRecorder, read_episode
+from worldtrace.collectors.terminal import TerminalCollector, TerminalConfig
+from worldtrace.collectors.terminal.actions import command
+from worldtrace.collectors.terminal.tasks import TerminalTask, task_by_name
 
 pytestmark = pytest.mark.docker
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from collectors.base import HistoryItem
-from collectors.terminal.explore import ExplorePolicy, command_output, workspace_setup
-from schemas import Action
+from worldtrace.collectors.base import HistoryItem
+from worldtrace.collectors.terminal.explore import ExplorePolicy, command_output, workspace_setup
+from worldtrace.schemas import Action
 
 REPO = Path(__file__).resolve().parent.parent
 HOME_PROJECT = "/home/user/proj"
@@ -341,8 +341,8 @@ def test_workspace_setup_is_seeded() -> None:
 @pytest.mark.docker
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_explores_a_real_workspace_without_harm(seed: int, terminal_image: str) -> None:
-    from collectors.terminal.environment import TerminalConfig, TerminalEnvironment
-    from collectors.terminal.tasks import TerminalTask
+    from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
+    from worldtrace.collectors.terminal.tasks import TerminalTask
 
     task = TerminalTask(name=f"explore-{seed}", instruction="explore", setup=workspace_setup(seed))
     # Checksums of every workspace file outside .git: exploring may add files, never change one.

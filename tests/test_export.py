@@ -7,16 +7,16 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from exports import EXPORTERS, export_agentworld, export_openai
-from exports.prompts import (
+from tests.records import make_transition
+from worldtrace.exports import EXPORTERS, export_agentworld, export_openai
+from worldtrace.exports.prompts import (
     SYSTEM_PROMPTS,
     parse_response,
     render_action_prompt,
     render_response,
     system_prompt,
 )
-from schemas import DOMAINS, Action, Observation, Transition, to_table
-from tests.records import make_transition
+from worldtrace.schemas import DOMAINS, Action, Observation, Transition, to_table
 
 ERROR = "unknown key name 'Ctrl+Q'"
 
@@ -275,7 +275,7 @@ def test_prompts_cover_every_domain_and_round_trip() -> None:
 def test_cli(hub: Path, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from worldtrace.flows.cli import app
 
     out = tmp_path / "cli"
     args = ["export", str(hub), "--format", "openai", "--out", str(out), "--history", "2"]

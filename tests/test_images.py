@@ -13,8 +13,8 @@ import docker
 import docker.errors
 import pytest
 
-from sandboxes import images
-from sandboxes.docker import docker_client
+from worldtrace.sandboxes import images
+from worldtrace.sandboxes.docker import docker_client
 
 TINY_DOCKERFILE = "ARG BASE\nFROM ${BASE}\nRUN echo hi > /hi\n"
 

@@ -10,9 +10,9 @@ import polars as pl
 import pytest
 from rich.console import Console
 
-from publishing.inspect import parquet_glob, render, scan, summarize
-from publishing.layout import publish_folder
 from tests.test_publish import make_corpus
+from worldtrace.publishing.inspect import parquet_glob, render, scan, summarize
+from worldtrace.publishing.layout import publish_folder
 
 FLAT = {
     "observation_text",

@@ -27,18 +27,18 @@ import pyarrow.parquet as pq
 import pytest
 from docker.models.containers import Container
 
-from collectors.base import EpisodePlan
-from collectors.episode import EpisodeLimits, run_episode
-from collectors.policies import ScriptPolicy
-from collectors.recorder import RunRecorder, read_episode
-from collectors.terminal.actions import command
-from collectors.terminal.environment import TerminalConfig, TerminalEnvironment
-from collectors.terminal.screen import plain_screen
-from collectors.terminal.tasks import TerminalTask
-from normalizers import normalize_run
-from normalizers.terminal import TerminalNormalizer
-from sandboxes.disk import disk_root
-from sandboxes.docker import (
+from worldtrace.collectors.base import EpisodePlan
+from worldtrace.collectors.episode import EpisodeLimits, run_episode
+from worldtrace.collectors.policies import ScriptPolicy
+from worldtrace.collectors.recorder import RunRecorder, read_episode
+from worldtrace.collectors.terminal.actions import command
+from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
+from worldtrace.collectors.terminal.screen import plain_screen
+from worldtrace.collectors.terminal.tasks import TerminalTask
+from worldtrace.normalizers import normalize_run
+from worldtrace.normalizers.terminal import TerminalNormalizer
+from worldtrace.sandboxes.disk import disk_root
+from worldtrace.sandboxes.docker import (
     LABEL,
     OWNER_HOST_LABEL,
     OWNER_PID_LABEL,
@@ -609,8 +609,8 @@ def test_host_environment_never_reaches_a_collected_run(
     terminal_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The real collect flow (Prefect, registry, recorder, normalizer) with a planted secret."""
-    from flows.collect import run_collection
-    from flows.config import validate_config
+    from worldtrace.flows.collect import run_collection
+    from worldtrace.flows.config import validate_config
 
     token = "sk-test-" + uuid.uuid4().hex
     monkeypatch.setenv(TOKEN_VAR, token)

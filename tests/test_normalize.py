@@ -6,10 +6,10 @@ import polars as pl
 import pyarrow.parquet as pq
 from datasets import load_dataset
 
-from collectors.recorder import RunRecorder
-from collectors.terminal.screen import plain_screen, strip_ansi
-from normalizers import normalize_run
-from schemas import Transition, arrow_schema_of, from_row
+from worldtrace.collectors.recorder import RunRecorder
+from worldtrace.collectors.terminal.screen import plain_screen, strip_ansi
+from worldtrace.normalizers import normalize_run
+from worldtrace.schemas import Transition, arrow_schema_of, from_row
 
 ENV = {
     "name": "terminal/bash-tmux",

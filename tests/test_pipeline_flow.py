@@ -6,8 +6,8 @@ import pytest
 from datasets import load_dataset
 from typer.testing import CliRunner
 
-from flows.cli import app
-from publishing.inspect import summarize
+from worldtrace.flows.cli import app
+from worldtrace.publishing.inspect import summarize
 
 pytestmark = pytest.mark.docker
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from collectors.recorder import read_episode
-from flows.cli import app
+from worldtrace.collectors.recorder import read_episode
+from worldtrace.flows.cli import app
 
 pytestmark = pytest.mark.docker
 

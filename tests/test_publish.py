@@ -15,10 +15,10 @@ import yaml
 from datasets import Image, load_dataset
 from PIL import Image as PILImage
 
-from publishing.card import read_front_matter
-from publishing.layout import MANIFEST, PublishError, manifest_of, publish_folder
-from schemas import EnvironmentRef, Episode, Observation, PolicyRef, Transition, to_table
 from tests.records import make_transition
+from worldtrace.publishing.card import read_front_matter
+from worldtrace.publishing.layout import MANIFEST, PublishError, manifest_of, publish_folder
+from worldtrace.schemas import EnvironmentRef, Episode, Observation, PolicyRef, Transition, to_table
 
 WEB_ENV = EnvironmentRef(
     name="web/chromium", version="chromium-156", components={"chromium": "156"}, config_hash="beef"
@@ -224,7 +224,7 @@ def test_republishing_gives_identical_files(corpus: Path, tmp_path: Path) -> Non
 def test_killed_publish_leaves_dest_intact_and_rerun_completes(
     corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import publishing.layout as layout
+    import worldtrace.publishing.layout as layout
 
     dest = tmp_path / "dist"
     publish_folder(corpus, dest)
@@ -279,7 +279,7 @@ def test_card_summary_gathered_while_writing_matches_the_shards(tmp_path: Path) 
     ]
     corpus = make_corpus(tmp_path / "corpus", terminal=terminal + other_env)
     report = publish_folder(corpus, tmp_path / "dist")
-    from publishing.inspect import summarize
+    from worldtrace.publishing.inspect import summarize
 
     assert report.summary == summarize(str(tmp_path / "dist"))
     assert len(report.summary["environments"]) == 3
@@ -310,7 +310,7 @@ def test_episode_lengths_are_the_published_rows(tmp_path: Path) -> None:
 def test_validation_refuses_a_card_resolving_to_other_shards(
     published: Path, tmp_path: Path
 ) -> None:
-    from publishing.layout import validate_folder
+    from worldtrace.publishing.layout import validate_folder
 
     rows = {"terminal": 6, "web": 4}
     validate_folder(published, rows)
@@ -355,7 +355,7 @@ def test_a_folder_that_was_not_curated_is_refused_unless_asked_and_then_labelled
 ) -> None:
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from worldtrace.flows.cli import app
 
     corpus = make_corpus(tmp_path / "run")
     (corpus / "stats.json").unlink()  # what a run directory looks like: never curated

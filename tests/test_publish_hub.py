@@ -13,10 +13,10 @@ import pytest
 from huggingface_hub import HfApi
 from huggingface_hub.hf_api import RepoFile
 
-from publishing.hub import SchemaMismatchError, push_to_hub
-from publishing.layout import manifest_of, publish_folder
 from tests.hub_standin import LocalHubStandIn
 from tests.test_publish import make_corpus
+from worldtrace.publishing.hub import SchemaMismatchError, push_to_hub
+from worldtrace.publishing.layout import manifest_of, publish_folder
 
 TOKEN = "hf_standin_0123456789_secret"
 

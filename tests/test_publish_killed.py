@@ -19,7 +19,7 @@ def test_killed_publish_is_completed_by_the_next_run(tmp_path: Path) -> None:
     corpus = make_corpus(tmp_path / "corpus", terminal=rows)
     dest = tmp_path / "dist"
     command = [
-        sys.executable, "-m", "flows.cli", "publish", str(corpus), "--to", str(dest),
+        sys.executable, "-m", "worldtrace.flows.cli", "publish", str(corpus), "--to", str(dest),
         "--shard-size-mb", "1",
     ]  # fmt: skip
     process = subprocess.Popen(
@@ -54,7 +54,7 @@ def test_a_publish_killed_while_validating_leaves_nothing_after_the_next_run(
     corpus = make_corpus(tmp_path / "corpus", terminal=rows)
     dest = tmp_path / "dist"
     command = [
-        sys.executable, "-m", "flows.cli", "publish", str(corpus), "--to", str(dest),
+        sys.executable, "-m", "worldtrace.flows.cli", "publish", str(corpus), "--to", str(dest),
         "--shard-size-mb", "1",
     ]  # fmt: skip
     process = subprocess.Popen(

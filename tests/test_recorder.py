@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from collectors.recorder import (
+from worldtrace.collectors.recorder import (
     EpisodeAlreadySealed,
     RunMismatchError,
     RunRecorder,
@@ -76,7 +76,7 @@ def test_torn_last_line_is_ignored(tmp_path) -> None:
 
 WRITER = """
 import sys
-from collectors.recorder import RunRecorder
+from worldtrace.collectors.recorder import RunRecorder
 recorder = RunRecorder(sys.argv[1], {"domain": "terminal", "episodes": 1, "run_name": "r"})
 writer = recorder.begin("ep-k")
 writer.write_start({"episode_id": "ep-k"}, {})

@@ -7,10 +7,10 @@ import textwrap
 
 import pytest
 
-from collectors.registry import UnknownDomainError, available_domains, get_collector
-from collectors.terminal import TerminalCollector
-from normalizers import get_normalizer
-from normalizers.terminal import TerminalNormalizer
+from worldtrace.collectors.registry import UnknownDomainError, available_domains, get_collector
+from worldtrace.collectors.terminal import TerminalCollector
+from worldtrace.normalizers import get_normalizer
+from worldtrace.normalizers.terminal import TerminalNormalizer
 
 
 def test_builtin_domains_are_registered():
@@ -29,7 +29,7 @@ def test_a_domain_installed_by_another_package_is_found(tmp_path, monkeypatch):
     (tmp_path / "toy_domain.py").write_text(
         textwrap.dedent(
             """
-            from collectors.terminal import TerminalCollector
+            from worldtrace.collectors.terminal import TerminalCollector
 
             class ToyCollector(TerminalCollector):
                 domain = "toy"

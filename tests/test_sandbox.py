@@ -14,7 +14,7 @@ import docker
 import docker.errors
 import pytest
 
-from sandboxes.docker import LABEL, OWNER_PID_LABEL, DockerSandbox, Limits, SandboxError
+from worldtrace.sandboxes.docker import LABEL, OWNER_PID_LABEL, DockerSandbox, Limits, SandboxError
 
 pytestmark = pytest.mark.docker
 
@@ -67,7 +67,7 @@ def test_only_loopback_or_host_networks_are_allowed():
 
 HOLDER = """
 import sys, time
-from sandboxes.docker import DockerSandbox, exit_cleanly_on_sigterm
+from worldtrace.sandboxes.docker import DockerSandbox, exit_cleanly_on_sigterm
 exit_cleanly_on_sigterm()
 sandbox = DockerSandbox(sys.argv[1]).start()
 print(sandbox.container.id, flush=True)
@@ -126,7 +126,7 @@ def _disk_usage(path: str) -> int:
 
 
 def test_a_write_past_the_disk_cap_fails_inside_and_spares_the_host(terminal_image):
-    from sandboxes.disk import disk_root
+    from worldtrace.sandboxes.disk import disk_root
 
     cap_mb = 64
     before = _disk_usage("/")
@@ -164,8 +164,8 @@ def test_writable_paths_are_binds_of_the_disk_seeded_with_the_image_content(term
 
 
 def test_a_disk_left_by_a_killed_owner_is_released_by_gc(terminal_image):
-    from sandboxes.disk import SandboxDisk, disk_root
-    from sandboxes.docker import gc
+    from worldtrace.sandboxes.disk import SandboxDisk, disk_root
+    from worldtrace.sandboxes.docker import gc
 
     orphan = SandboxDisk("wt-test-orphan-disk", 16).create()
     # A maker that died: a pid that no longer exists.
@@ -190,7 +190,7 @@ def test_without_a_disk_cap_the_root_filesystem_is_writable(terminal_image):
 
 
 def test_gc_of_a_run_removes_its_never_started_orphans_and_nothing_else(terminal_image):
-    from sandboxes.docker import OWNER_HOST_LABEL, RUN_LABEL, gc
+    from worldtrace.sandboxes.docker import OWNER_HOST_LABEL, RUN_LABEL, gc
 
     client = docker.from_env()
     child = subprocess.Popen([sys.executable, "-c", "pass"])

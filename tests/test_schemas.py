@@ -9,7 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 from datasets import Dataset, Features, Image, Value
 
-from schemas import (
+from tests.records import make_transition
+from worldtrace.schemas import (
     SCHEMA_VERSION,
     Episode,
     Observation,
@@ -21,8 +22,7 @@ from schemas import (
     to_row,
     to_table,
 )
-from schemas.arrow import SCHEMA_VERSION_KEY
-from tests.records import make_transition
+from worldtrace.schemas.arrow import SCHEMA_VERSION_KEY
 
 
 def _png() -> bytes:

@@ -11,8 +11,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from collectors.recorder import read_episode
-from sandboxes.docker import LABEL, RUN_LABEL
+from worldtrace.collectors.recorder import read_episode
+from worldtrace.sandboxes.docker import LABEL, RUN_LABEL
 
 pytestmark = pytest.mark.docker
 
@@ -21,7 +21,7 @@ def _collect_command(out: Path, run_name: str) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "flows.cli",
+        "worldtrace.flows.cli",
         "collect",
         "terminal",
         "--policy",

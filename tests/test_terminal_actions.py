@@ -4,10 +4,10 @@ import importlib.util
 
 import pytest
 
-from collectors.terminal import TerminalConfig, TerminalEnvironment, actions
-from collectors.terminal.actions import command, is_key_name, keys, render_keys, wait
-from collectors.terminal.screen import plain_screen
 from tests.conftest import REPO
+from worldtrace.collectors.terminal import TerminalConfig, TerminalEnvironment, actions
+from worldtrace.collectors.terminal.actions import command, is_key_name, keys, render_keys, wait
+from worldtrace.collectors.terminal.screen import plain_screen
 
 
 def load_driver():

@@ -12,13 +12,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from collectors.base import RawObservation, StepOutcome
-from collectors.terminal.actions import command, keys, wait
-from collectors.terminal.environment import TerminalConfig, TerminalEnvironment
-from collectors.terminal.screen import plain_screen
-from normalizers.terminal import TerminalNormalizer
-from sandboxes.docker import Limits
-from schemas import Action
+from worldtrace.collectors.base import RawObservation, StepOutcome
+from worldtrace.collectors.terminal.actions import command, keys, wait
+from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
+from worldtrace.collectors.terminal.screen import plain_screen
+from worldtrace.normalizers.terminal import TerminalNormalizer
+from worldtrace.sandboxes.docker import Limits
+from worldtrace.schemas import Action
 
 pytestmark = pytest.mark.docker
 

@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 
-from collectors.terminal.actions import is_key_name
-from collectors.terminal.tasks import CATEGORIES, TASKS, TerminalTask, task_by_name
-from schemas import Action
+from worldtrace.collectors.terminal.actions import is_key_name
+from worldtrace.collectors.terminal.tasks import CATEGORIES, TASKS, TerminalTask, task_by_name
+from worldtrace.schemas import Action
 
 KEBAB = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
@@ -98,7 +98,7 @@ def test_unknown_task_name_lists_the_known_ones() -> None:
 @pytest.mark.docker
 @pytest.mark.parametrize("task", TASKS, ids=lambda task: task.name)
 def test_task_passes_its_check_in_a_real_sandbox(task: TerminalTask, terminal_image: str) -> None:
-    from collectors.terminal.environment import TerminalConfig, TerminalEnvironment
+    from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
 
     env = TerminalEnvironment(TerminalConfig(image=terminal_image))
     try:

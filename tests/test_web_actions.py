@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.web.actions import ACTIONS, ActionSyntaxError, action_text, parse_action
+from worldtrace.collectors.web.actions import ACTIONS, ActionSyntaxError, action_text, parse_action
 
 # One valid example per action, in BrowserGym's own argument conventions.
 EXAMPLES = {

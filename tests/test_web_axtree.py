@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.web.axtree import find_bid, flatten_axtree, take_bid
+from worldtrace.collectors.web.axtree import find_bid, flatten_axtree, take_bid
 
 
 def node(node_id: str, role: str, name: str | None = None, children=(), **extra):
@@ -107,7 +107,7 @@ def test_find_bid_follows_the_printed_order_not_the_devtools_list_order() -> Non
 
 
 def test_step_templates_resolve_elements_by_role_name_and_position() -> None:
-    from collectors.web.tasks import ElementMissing, resolve_step
+    from worldtrace.collectors.web.tasks import ElementMissing, resolve_step
 
     page = {
         "url": "http://127.0.0.1:9/x",

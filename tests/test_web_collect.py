@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 from PIL import Image
 
-from collectors.recorder import read_episode
-from schemas import Transition, from_row
+from worldtrace.collectors.recorder import read_episode
+from worldtrace.schemas import Transition, from_row
 
 pytestmark = pytest.mark.docker
 
@@ -21,7 +21,7 @@ def test_collect_web_produces_transitions_that_pass_the_schema_and_load_in_polar
     tmp_path: Path, site_images: None
 ) -> None:
     command = [
-        sys.executable, "-m", "flows.cli", "collect", "web",
+        sys.executable, "-m", "worldtrace.flows.cli", "collect", "web",
         "--site", "datasette", "--policy", "explore",
         "--episodes", "2", "--workers", "2", "--max-steps", "4",
         "--out", str(tmp_path), "--run-name", "web",
@@ -68,7 +68,7 @@ def test_collect_web_produces_transitions_that_pass_the_schema_and_load_in_polar
 
 def test_collect_web_refuses_an_unknown_site_with_a_clear_error(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "collect", "web", "--site", "nope", "--out",
+        [sys.executable, "-m", "worldtrace.flows.cli", "collect", "web", "--site", "nope", "--out",
          str(tmp_path), "--policy", "explore"],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip

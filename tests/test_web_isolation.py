@@ -18,9 +18,9 @@ from urllib.parse import quote
 
 import pytest
 
-from collectors.web.axtree import flatten_axtree
-from collectors.web.environment import WebConfig, WebEnvironment
 from tests.web_test_pages import bid, step
+from worldtrace.collectors.web.axtree import flatten_axtree
+from worldtrace.collectors.web.environment import WebConfig, WebEnvironment
 
 pytestmark = pytest.mark.docker
 

@@ -6,8 +6,8 @@ import base64
 from pathlib import Path
 from urllib.parse import quote
 
-from collectors.recorder import RunRecorder
-from normalizers.web import WebNormalizer
+from worldtrace.collectors.recorder import RunRecorder
+from worldtrace.normalizers.web import WebNormalizer
 
 
 def raw_observation(**changes: object) -> dict:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.base import EpisodePlan
-from collectors.episode import EpisodeLimits, run_episode
-from collectors.recorder import RunRecorder, read_episode
-from collectors.web import WebCollector
-from collectors.web.axtree import flatten_axtree
-from flows.config import ConfigError, validate_config
-from normalizers.web import WebNormalizer
 from tests.web_test_pages import environment_on_pages, serve_test_pages
+from worldtrace.collectors.base import EpisodePlan
+from worldtrace.collectors.episode import EpisodeLimits, run_episode
+from worldtrace.collectors.recorder import RunRecorder, read_episode
+from worldtrace.collectors.web import WebCollector
+from worldtrace.collectors.web.axtree import flatten_axtree
+from worldtrace.flows.config import ConfigError, validate_config
+from worldtrace.normalizers.web import WebNormalizer
 
 
 def test_a_replayed_trajectory_is_recorded_with_real_next_states(tmp_path) -> None:

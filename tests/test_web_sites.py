@@ -7,11 +7,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from collectors.base import HistoryItem
-from collectors.web.axtree import flatten_axtree, node_property
-from collectors.web.environment import WebConfig, WebEnvironment
-from collectors.web.explore import ExplorePolicy
 from tests.web_test_pages import bid, step
+from worldtrace.collectors.base import HistoryItem
+from worldtrace.collectors.web.axtree import flatten_axtree, node_property
+from worldtrace.collectors.web.environment import WebConfig, WebEnvironment
+from worldtrace.collectors.web.explore import ExplorePolicy
 
 pytestmark = pytest.mark.docker
 

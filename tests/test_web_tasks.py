@@ -12,11 +12,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from collectors.base import HistoryItem
-from collectors.web.axtree import flatten_axtree
-from collectors.web.environment import WebConfig, WebEnvironment
-from collectors.web.site_tasks import TASKS, task_by_name, tasks_for_site
-from collectors.web.tasks import CATEGORIES, DataCheck, WebScriptPolicy, WebTask
+from worldtrace.collectors.base import HistoryItem
+from worldtrace.collectors.web.axtree import flatten_axtree
+from worldtrace.collectors.web.environment import WebConfig, WebEnvironment
+from worldtrace.collectors.web.site_tasks import TASKS, task_by_name, tasks_for_site
+from worldtrace.collectors.web.tasks import CATEGORIES, DataCheck, WebScriptPolicy, WebTask
 
 SITES = ("trac", "datasette", "tiddlywiki")
 
@@ -41,7 +41,7 @@ def test_each_site_has_ten_tasks_unique_names_and_all_categories_overall() -> No
 @pytest.fixture
 def env(site_images: None, name: str) -> Iterator[WebEnvironment]:
     """A web environment for the site of task ``name`` (the test's parameter), not yet reset."""
-    from collectors.web.browser import chromium_path
+    from worldtrace.collectors.web.browser import chromium_path
 
     try:
         chromium_path()

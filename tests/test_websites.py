@@ -15,7 +15,7 @@ import httpcore
 import httpx
 import pytest
 
-from sandboxes.websites import (
+from worldtrace.sandboxes.websites import (
     SITE_LABEL,
     SITES,
     BrowserNetwork,

@@ -21,11 +21,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from collectors.base import StepOutcome
-from collectors.web.actions import parse_action
-from collectors.web.axtree import find_bid, flatten_axtree
-from collectors.web.environment import WebConfig, WebEnvironment
-from sandboxes.websites import SITE_DOMAIN, BrowserNetwork
+from worldtrace.collectors.base import StepOutcome
+from worldtrace.collectors.web.actions import parse_action
+from worldtrace.collectors.web.axtree import find_bid, flatten_axtree
+from worldtrace.collectors.web.environment import WebConfig, WebEnvironment
+from worldtrace.sandboxes.websites import SITE_DOMAIN, BrowserNetwork
 
 PAGES = Path(__file__).parent / "web_pages"
 

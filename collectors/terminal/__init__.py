@@ -6,11 +6,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from collectors.base import Collector, EpisodePlan, Policy, Task
-from collectors.policies import ScriptPolicy
-from collectors.terminal.environment import TerminalConfig, TerminalEnvironment
-from collectors.terminal.tasks import TASKS, TerminalTask, task_by_name
-from sandboxes.docker import require_image
+from worldtrace.collectors.base import Collector, EpisodePlan, Policy, Task
+from worldtrace.collectors.policies import ScriptPolicy
+from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
+from worldtrace.collectors.terminal.tasks import TASKS, TerminalTask, task_by_name
+from worldtrace.sandboxes.docker import require_image
 
 
 class TerminalCollector(Collector):
@@ -37,7 +37,7 @@ class TerminalCollector(Collector):
                 raise ValueError(f"the script policy takes no parameters, got {sorted(params)}")
             return ScriptPolicy()
         if kind == "explore":
-            from collectors.terminal.explore import ExplorePolicy
+            from worldtrace.collectors.terminal.explore import ExplorePolicy
 
             return ExplorePolicy(**params)
         raise ValueError(f"unknown terminal policy {kind!r} (expected 'script' or 'explore')")
@@ -52,7 +52,7 @@ class TerminalCollector(Collector):
     ) -> EpisodePlan:
         """Scripted episodes cycle through the task library; exploring ones get a workspace."""
         if policy_kind == "explore":
-            from collectors.terminal.explore import workspace_setup
+            from worldtrace.collectors.terminal.explore import workspace_setup
 
             task = TerminalTask(
                 name=f"explore-{seed}",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from schemas import Action
+from worldtrace.schemas import Action
 
 NAMED_KEYS = frozenset(
     {

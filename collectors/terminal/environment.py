@@ -36,9 +36,9 @@ from typing import Any
 import docker.errors
 from pydantic import BaseModel, ConfigDict, Field
 
-from collectors.base import Environment, RawObservation, StepOutcome, Task
-from sandboxes.docker import DockerSandbox, ExecStream, Limits, SandboxDied, SandboxError
-from schemas import Action, EnvironmentRef
+from worldtrace.collectors.base import Environment, RawObservation, StepOutcome, Task
+from worldtrace.sandboxes.docker import DockerSandbox, ExecStream, Limits, SandboxDied, SandboxError
+from worldtrace.schemas import Action, EnvironmentRef
 
 DRIVER = ["python3", "/opt/worldtrace/tmux_driver.py"]
 USER = "user"

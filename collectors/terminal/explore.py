@@ -26,11 +26,11 @@ import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from collectors.base import HistoryItem, Policy, RawObservation, Task
-from collectors.terminal.actions import command, keys, wait
-from collectors.terminal.screen import plain_screen
-from collectors.terminal.tasks import git_commit, git_init, write_file
-from schemas import Action
+from worldtrace.collectors.base import HistoryItem, Policy, RawObservation, Task
+from worldtrace.collectors.terminal.actions import command, keys, wait
+from worldtrace.collectors.terminal.screen import plain_screen
+from worldtrace.collectors.terminal.tasks import git_commit, git_init, write_file
+from worldtrace.schemas import Action
 
 HOME = "/home/user"
 """The shell user's home, where the workspace is built and episodes start."""

@@ -20,9 +20,9 @@ import shlex
 from collections import Counter
 from dataclasses import dataclass
 
-from collectors.base import Task
-from collectors.terminal.actions import command, keys, wait
-from schemas import Action
+from worldtrace.collectors.base import Task
+from worldtrace.collectors.terminal.actions import command, keys, wait
+from worldtrace.schemas import Action
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Observations and actions follow BrowserGym: the accessibility tree with element ids (bids)
 as text, and actions such as ``click('12')`` or ``fill('a3', 'text')``. The sites themselves
-(seeded, reset per episode) are sandboxes: see :mod:`sandboxes.websites`.
+(seeded, reset per episode) are sandboxes: see :mod:`worldtrace.sandboxes.websites`.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from collectors.base import Collector, EpisodePlan, Policy, Task
-from collectors.policies import ReplayPolicy
-from collectors.web.actions import parse_action
-from collectors.web.environment import WebConfig, WebEnvironment
-from collectors.web.tasks import WebScriptPolicy, WebTask
+from worldtrace.collectors.base import Collector, EpisodePlan, Policy, Task
+from worldtrace.collectors.policies import ReplayPolicy
+from worldtrace.collectors.web.actions import parse_action
+from worldtrace.collectors.web.environment import WebConfig, WebEnvironment
+from worldtrace.collectors.web.tasks import WebScriptPolicy, WebTask
 
 
 class WebCollector(Collector):
@@ -32,8 +32,8 @@ class WebCollector(Collector):
 
     def preflight(self, config: BaseModel) -> None:
         """Check that Chromium is installed and the site's image exists."""
-        from collectors.web.browser import chromium_path
-        from sandboxes.websites import require_site_images
+        from worldtrace.collectors.web.browser import chromium_path
+        from worldtrace.sandboxes.websites import require_site_images
 
         assert isinstance(config, WebConfig)
         chromium_path()
@@ -46,7 +46,7 @@ class WebCollector(Collector):
                 raise ValueError(f"the script policy takes no parameters, got {sorted(params)}")
             return WebScriptPolicy()
         if kind == "explore":
-            from collectors.web.explore import ExplorePolicy
+            from worldtrace.collectors.web.explore import ExplorePolicy
 
             return ExplorePolicy(**params)
         if kind == "replay":
@@ -65,8 +65,8 @@ class WebCollector(Collector):
         environment: BaseModel | None = None,
     ) -> EpisodePlan:
         """Scripted episodes cycle through the site's tasks (or the named ones)."""
-        from collectors.web.site_tasks import task_by_name, tasks_for_site
-        from sandboxes.websites import site_definition
+        from worldtrace.collectors.web.site_tasks import task_by_name, tasks_for_site
+        from worldtrace.sandboxes.websites import site_definition
 
         site = environment.site if isinstance(environment, WebConfig) else WebConfig().site
         try:
@@ -85,13 +85,13 @@ class WebCollector(Collector):
 
     def interrupt(self) -> None:
         """Kill every browser this process launched: steps blocked in them return at once."""
-        from collectors.web.browser import kill_all_browsers
+        from worldtrace.collectors.web.browser import kill_all_browsers
 
         kill_all_browsers("interrupted: the run was asked to stop")
 
     def task_library(self) -> list[Task]:
         """Every scripted web task, all sites."""
-        from collectors.web.site_tasks import TASKS
+        from worldtrace.collectors.web.site_tasks import TASKS
 
         return list(TASKS)
 

@@ -8,7 +8,7 @@ A policy (or a trajectory from elsewhere) writes actions as BrowserGym does::
 :func:`parse_action` reads such a string with :mod:`ast` and accepts exactly one call of a
 known action whose arguments are literals, checked against the action's signature (the
 stubs below, which also document every action). Nothing from the string is ever evaluated
-as code. The result is a :class:`schemas.Action` whose ``text`` is the canonical spelling
+as code. The result is a :class:`worldtrace.schemas.Action` whose ``text`` is the canonical spelling
 (defaults left out), so the same action always reads the same in the corpus.
 
 :func:`run_action` executes a parsed action through a :class:`BrowserTabs`, the small part
@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal, Protocol
 from playwright.sync_api import BrowserContext, Locator, Page
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
-from schemas import Action
+from worldtrace.schemas import Action
 
 Bid = Annotated[str, Field(pattern=r"^(?:[a-z][A-Z]*)*[0-9]+$|^(?:[a-z][A-Z]*)+$")]
 """A BrowserGym element id: frame prefixes (``a``, ``aB``…) then a number, or a frame alone."""

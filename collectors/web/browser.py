@@ -6,7 +6,8 @@ time it needs one and keeps it; an episode only opens (and closes) a fresh conte
 cheap and shares nothing with the previous episode (cookies, storage, cache).
 
 Isolation below the page: every browser runs inside its own network namespace
-(:class:`sandboxes.websites.BrowserNetwork`), which holds nothing but a loopback interface and
+(:class:`worldtrace.sandboxes.websites.BrowserNetwork`), which holds nothing but a loopback
+interface and
 the site of the current episode. Chromium is started through a small wrapper that enters the
 namespace (``nsenter --net=``) before it runs the real binary, and resolves only site names
 (``*.test``) to that loopback. Whatever a page does — requests, WebSockets, WebRTC over UDP or
@@ -46,7 +47,7 @@ from pathlib import Path
 
 from playwright.sync_api import Browser, Playwright, sync_playwright
 
-from sandboxes.websites import BROWSER_HOST_RULES, BrowserNetwork
+from worldtrace.sandboxes.websites import BROWSER_HOST_RULES, BrowserNetwork
 
 CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/bin/chromium")
 """Where Debian puts the browser; ``/usr/bin/chromium`` is a shell wrapper around the first."""

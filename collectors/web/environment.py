@@ -1,11 +1,12 @@
 """The web environment: a fresh browser context on a freshly reset site, per episode.
 
 Each episode starts the site's sandbox from its seeded image (so its data is the same every
-time) inside the network namespace of the thread's browser (:mod:`collectors.web.browser`),
+time) inside the network namespace of the thread's browser
+(:mod:`worldtrace.collectors.web.browser`),
 so the site is all the browser can reach; opens a new Chromium context, whose request routing
 refuses and records everything but the site's origin; and loads the site's start page. A step
 runs one BrowserGym action, waits for the page to settle, and reads the page
-(:mod:`collectors.web.observation`). Everything that happens around the action — dialogs,
+(:mod:`worldtrace.collectors.web.observation`). Everything that happens around the action — dialogs,
 pop-ups, downloads, blocked requests, a crashed renderer — is recorded in the observation.
 None of it can hang the worker: every wait has a cap, every read of the page a timeout, and a
 step that still overruns its time (a page stuck in a key handler) has its browser killed by a
@@ -26,14 +27,19 @@ from playwright.sync_api import BrowserContext, CDPSession, Dialog, Download, Pa
 from playwright.sync_api import Error as PlaywrightError
 from pydantic import BaseModel, ConfigDict, Field
 
-from collectors.base import Environment, RawObservation, StepOutcome, Task
-from collectors.web.actions import ActionRefused, run_action
-from collectors.web.axtree import flatten_axtree
-from collectors.web.browser import ThreadBrowser, chromium_version, deadline, thread_browser
-from collectors.web.observation import page_title, read_page, responsive
-from collectors.web.tasks import PageCheck
-from sandboxes.websites import BrowserNetwork
-from schemas import Action, EnvironmentRef
+from worldtrace.collectors.base import Environment, RawObservation, StepOutcome, Task
+from worldtrace.collectors.web.actions import ActionRefused, run_action
+from worldtrace.collectors.web.axtree import flatten_axtree
+from worldtrace.collectors.web.browser import (
+    ThreadBrowser,
+    chromium_version,
+    deadline,
+    thread_browser,
+)
+from worldtrace.collectors.web.observation import page_title, read_page, responsive
+from worldtrace.collectors.web.tasks import PageCheck
+from worldtrace.sandboxes.websites import BrowserNetwork
+from worldtrace.schemas import Action, EnvironmentRef
 
 ACTION_GRACE_S = 0.05
 """After an action, how long settling waits for a request the action may still start."""
@@ -110,7 +116,7 @@ path."""
 
 def start_registered_site(config: WebConfig, network: BrowserNetwork) -> tuple[SiteHandle, str]:
     """Start ``config.site`` from the site registry in a fresh sandbox (the reset)."""
-    from sandboxes.websites import start_site
+    from worldtrace.sandboxes.websites import start_site
 
     site = start_site(config.site, startup_timeout_s=config.site_startup_timeout_s, network=network)
     return site, site.definition.start_path

@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from collectors.base import HistoryItem, Policy, RawObservation, Task
-from collectors.web.actions import make_action
-from collectors.web.axtree import node_name, node_property, node_role
-from collectors.web.tasks import site_url_of
-from schemas import Action
+from worldtrace.collectors.base import HistoryItem, Policy, RawObservation, Task
+from worldtrace.collectors.web.actions import make_action
+from worldtrace.collectors.web.axtree import node_name, node_property, node_role
+from worldtrace.collectors.web.tasks import site_url_of
+from worldtrace.schemas import Action
 
 CLICKABLE_ROLES = frozenset(
     {"link", "button", "tab", "menuitem", "checkbox", "radio", "switch", "treeitem"}

@@ -4,7 +4,7 @@ Reading the tree is three steps: give every element of the page and its frames a
 (``mark_elements.js``), ask Chromium for each frame's accessibility tree over the DevTools
 protocol and pull the bids out of the ARIA fields, then remove the ARIA copies again
 (``unmark_elements.js``). The per-frame trees are merged by hanging each frame's root under
-its ``Iframe`` node, so :func:`collectors.web.axtree.flatten_axtree` prints one tree.
+its ``Iframe`` node, so :func:`worldtrace.collectors.web.axtree.flatten_axtree` prints one tree.
 
 Every call into the page goes over DevTools with a timeout. Playwright's ``evaluate`` has
 none, and waits forever for a frame whose document never gets a script context (an
@@ -24,7 +24,7 @@ from typing import Any
 from playwright.sync_api import CDPSession, Page
 from playwright.sync_api import Error as PlaywrightError
 
-from collectors.web.axtree import take_bid
+from worldtrace.collectors.web.axtree import take_bid
 
 _HERE = Path(__file__).parent
 

@@ -12,7 +12,8 @@ and accessible name, in braces, exactly as it appears in the tree text::
 :class:`WebScriptPolicy` replaces ``{role 'name'}`` with the element's bid in the current
 observation (an exact name match, else the first name starting with it; ``#n`` picks the
 n-th such element in the order the tree text prints them, ``#-1`` the last) and ``{site}`` with
-the site's address, then parses the result with :func:`collectors.web.actions.parse_action`,
+the site's address, then parses the result with
+:func:`worldtrace.collectors.web.actions.parse_action`,
 so the recorded action is a plain BrowserGym action on a real bid. A step whose element is
 not on the page ends the script with ``report_infeasible`` saying which element was missing.
 
@@ -28,10 +29,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from collectors.base import HistoryItem, Policy, RawObservation, Task
-from collectors.web.actions import make_action, parse_action
-from collectors.web.axtree import find_bids
-from schemas import Action
+from worldtrace.collectors.base import HistoryItem, Policy, RawObservation, Task
+from worldtrace.collectors.web.actions import make_action, parse_action
+from worldtrace.collectors.web.axtree import find_bids
+from worldtrace.schemas import Action
 
 ELEMENT_REFERENCE = re.compile(
     r"""\{([A-Za-z]+) (?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")(?: #(-?[1-9][0-9]*))?\}"""

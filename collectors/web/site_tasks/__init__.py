@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collectors.web.site_tasks.datasette import TASKS as DATASETTE_TASKS
-from collectors.web.site_tasks.tiddlywiki import TASKS as TIDDLYWIKI_TASKS
-from collectors.web.site_tasks.trac import TASKS as TRAC_TASKS
-from collectors.web.tasks import WebTask
+from worldtrace.collectors.web.site_tasks.datasette import TASKS as DATASETTE_TASKS
+from worldtrace.collectors.web.site_tasks.tiddlywiki import TASKS as TIDDLYWIKI_TASKS
+from worldtrace.collectors.web.site_tasks.trac import TASKS as TRAC_TASKS
+from worldtrace.collectors.web.tasks import WebTask
 
 TASKS: tuple[WebTask, ...] = (*TRAC_TASKS, *DATASETTE_TASKS, *TIDDLYWIKI_TASKS)
 """Every web task, all sites."""

@@ -12,7 +12,7 @@ has returned, and the next observation may still show the old page.
 
 from __future__ import annotations
 
-from collectors.web.tasks import DataCheck, PageCheck, WebTask
+from worldtrace.collectors.web.tasks import DataCheck, PageCheck, WebTask
 
 TASKS: tuple[WebTask, ...] = (
     # --- create -------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ check waits for them). What the editor looks like to the browser:
 
 from __future__ import annotations
 
-from collectors.web.tasks import DataCheck, PageCheck, WebTask
+from worldtrace.collectors.web.tasks import DataCheck, PageCheck, WebTask
 
 TEXT = "{textbox 'Type the text for this tiddler'}"
 """The body of the tiddler being edited."""

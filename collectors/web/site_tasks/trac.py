@@ -18,7 +18,7 @@ Data checks query Trac's own SQLite database (tables ``ticket``, ``ticket_change
 
 from __future__ import annotations
 
-from collectors.web.tasks import DataCheck, PageCheck, WebTask
+from worldtrace.collectors.web.tasks import DataCheck, PageCheck, WebTask
 
 TASKS: tuple[WebTask, ...] = (
     # --- create -------------------------------------------------------------------------------
