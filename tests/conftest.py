@@ -27,25 +27,25 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 REPO = Path(__file__).resolve().parent.parent
 
 
+def ensure_domain_images(domain: str) -> list[str]:
+    """Build what the registered ``domain`` needs if its definition changed; return the tags."""
+    from worldtrace.collectors.registry import get_collector
+    from worldtrace.sandboxes.images import ensure_image
+
+    images = get_collector(domain).requirements.images
+    for image in images:
+        ensure_image(image)
+    return [image.tag for image in images]
+
+
 @pytest.fixture(scope="session")
 def terminal_image() -> str:
     """The terminal sandbox image, built if its definition changed."""
-    from worldtrace.sandboxes.images import ensure_image
-
-    ensure_image("terminal", client=None)
-    return "worldtrace/terminal:latest"
+    (tag,) = ensure_domain_images("terminal")
+    return tag
 
 
 @pytest.fixture(scope="session")
-def site_images() -> None:
-    """Every web site image, built if its definition changed; skips only without Docker."""
-    from worldtrace.sandboxes.docker import SandboxError, docker_client
-    from worldtrace.sandboxes.images import ensure_image
-    from worldtrace.sandboxes.websites import SITES
-
-    try:
-        docker_client()
-    except SandboxError as error:
-        pytest.skip(f"Docker is unavailable: {error}")
-    for definition in SITES.values():
-        ensure_image(definition.image.split("/", 1)[1].split(":", 1)[0])
+def site_images() -> list[str]:
+    """Every web site image, built if its definition changed."""
+    return ensure_domain_images("web")

@@ -41,3 +41,53 @@ def make_transition(step: int = 0, episode_id: str = "ep-1", **changes: Any) -> 
     }
     fields.update(changes)
     return Transition(**fields)
+
+
+def make_start(episode_id: str = "ep-1", observation: dict[str, Any] | None = None, **changes: Any):
+    """Return a valid raw start event of a terminal episode."""
+    from worldtrace.schemas.raw import RawStart, RecordedLimits
+
+    fields: dict[str, Any] = {
+        "episode_id": episode_id,
+        "seed": 1,
+        "index": 0,
+        "task": "count",
+        "env": make_transition().env,
+        "policy": make_transition().policy,
+        "started_at": datetime(2026, 1, 1, tzinfo=UTC),
+        "limits": RecordedLimits(max_steps=50, step_timeout_s=30),
+        "collector_version": "0.1.0",
+        "observation": observation if observation is not None else {},
+    }
+    fields.update(changes)
+    return RawStart(**fields)
+
+
+def make_step(step: int = 0, observation: dict[str, Any] | None = None, **changes: Any):
+    """Return a valid raw step event typing ``echo <step>``."""
+    from worldtrace.schemas.raw import RawStep
+
+    fields: dict[str, Any] = {
+        "step": step,
+        "action": Action(name="keys", arguments={"keys": [f"echo {step}", "Enter"]}, text="old"),
+        "observation": observation if observation is not None else {},
+        "started_at": datetime(2026, 1, 1, 0, 0, 1, tzinfo=UTC),
+        "latency_s": 0.01,
+    }
+    fields.update(changes)
+    return RawStep(**fields)
+
+
+def make_end(steps: int, status: str = "completed", **changes: Any):
+    """Return a valid raw end event."""
+    from worldtrace.schemas.raw import RawEnd
+
+    fields: dict[str, Any] = {
+        "status": status,
+        "ended_at": datetime(2026, 1, 1, 0, 1, tzinfo=UTC),
+        "steps": steps,
+        "errors": 0,
+        "reward": 1.0,
+    }
+    fields.update(changes)
+    return RawEnd(**fields)

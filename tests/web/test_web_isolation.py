@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.web_test_pages import bid, step
+from tests.web.web_test_pages import bid, step
 from worldtrace.collectors.web.axtree import flatten_axtree
 from worldtrace.collectors.web.environment import WebConfig, WebEnvironment
 

@@ -13,6 +13,7 @@ import docker
 import docker.errors
 import pytest
 
+from worldtrace.collectors.terminal import IMAGE
 from worldtrace.sandboxes import images
 from worldtrace.sandboxes.docker import docker_client
 
@@ -20,58 +21,55 @@ TINY_DOCKERFILE = "ARG BASE\nFROM ${BASE}\nRUN echo hi > /hi\n"
 
 
 @pytest.fixture
-def terminal_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A temporary copy of the real terminal definition, with DEFINITIONS pointing at it."""
-    root = tmp_path / "definitions"
-    shutil.copytree(images.DEFINITIONS / "terminal", root / "terminal")
-    monkeypatch.setattr(images, "DEFINITIONS", root)
-    return root / "terminal"
+def terminal_copy(tmp_path: Path) -> images.ImageDefinition:
+    """A temporary copy of the real terminal definition."""
+    shutil.copytree(IMAGE.folder, tmp_path / "terminal")
+    return images.ImageDefinition("terminal", tmp_path / "terminal")
 
 
-def test_definition_hash_is_stable(terminal_copy: Path) -> None:
-    first = images.definition_hash("terminal", base_id="sha256:base")
-    assert first == images.definition_hash("terminal", base_id="sha256:base")
+def test_definition_hash_is_stable(terminal_copy: images.ImageDefinition) -> None:
+    first = images.definition_hash(terminal_copy, base_id="sha256:base")
+    assert first == images.definition_hash(terminal_copy, base_id="sha256:base")
     assert len(first) == 64
 
 
-def test_definition_hash_follows_files_and_base(terminal_copy: Path) -> None:
-    original = images.definition_hash("terminal", base_id="sha256:base")
-    dockerfile = terminal_copy / "Dockerfile"
+def test_definition_hash_follows_files_and_base(terminal_copy: images.ImageDefinition) -> None:
+    original = images.definition_hash(terminal_copy, base_id="sha256:base")
+    folder = terminal_copy.folder
+    dockerfile = folder / "Dockerfile"
     text = dockerfile.read_text()
 
     dockerfile.write_text(text + "RUN true\n")
-    edited = images.definition_hash("terminal", base_id="sha256:base")
+    edited = images.definition_hash(terminal_copy, base_id="sha256:base")
     assert edited != original
 
     dockerfile.write_text(text)
-    assert images.definition_hash("terminal", base_id="sha256:base") == original
+    assert images.definition_hash(terminal_copy, base_id="sha256:base") == original
 
-    (terminal_copy / "extra.txt").write_text("x")
-    assert images.definition_hash("terminal", base_id="sha256:base") != original
-    (terminal_copy / "extra.txt").unlink()
+    (folder / "extra.txt").write_text("x")
+    assert images.definition_hash(terminal_copy, base_id="sha256:base") != original
+    (folder / "extra.txt").unlink()
 
     # A renamed file with the same bytes is a different definition.
-    (terminal_copy / "tmux.conf").rename(terminal_copy / "tmux2.conf")
-    assert images.definition_hash("terminal", base_id="sha256:base") != original
-    (terminal_copy / "tmux2.conf").rename(terminal_copy / "tmux.conf")
-    assert images.definition_hash("terminal", base_id="sha256:base") == original
+    (folder / "tmux.conf").rename(folder / "tmux2.conf")
+    assert images.definition_hash(terminal_copy, base_id="sha256:base") != original
+    (folder / "tmux2.conf").rename(folder / "tmux.conf")
+    assert images.definition_hash(terminal_copy, base_id="sha256:base") == original
 
     # Byte-compiled leftovers are not part of the definition.
-    (terminal_copy / "__pycache__").mkdir()
-    (terminal_copy / "__pycache__" / "tmux_driver.cpython-311.pyc").write_bytes(b"\0")
-    assert images.definition_hash("terminal", base_id="sha256:base") == original
+    (folder / "__pycache__").mkdir()
+    (folder / "__pycache__" / "tmux_driver.cpython-311.pyc").write_bytes(b"\0")
+    assert images.definition_hash(terminal_copy, base_id="sha256:base") == original
 
-    assert images.definition_hash("terminal", base_id="sha256:other") != original
-
-
-def test_list_definitions(terminal_copy: Path) -> None:
-    (terminal_copy.parent / "not-a-definition").mkdir()
-    assert images.list_definitions() == ["terminal"]
+    assert images.definition_hash(terminal_copy, base_id="sha256:other") != original
 
 
-def test_real_definitions_exist() -> None:
-    assert "terminal" in images.list_definitions()
-    assert images.image_tag("terminal") == "worldtrace/terminal:latest"
+def test_a_definition_is_a_folder_with_a_dockerfile(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(images.SandboxError, match="no Dockerfile"):
+        images.ImageDefinition.in_folder(tmp_path / "empty")
+    assert IMAGE.tag == "worldtrace/terminal:latest"
+    assert images.ImageDefinition.in_folder(IMAGE.folder).name == "image"  # named after it
 
 
 def test_debian_mirror_is_read_from_apt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -101,43 +99,40 @@ def client() -> docker.DockerClient:
 
 
 @pytest.fixture
-def tiny(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, client: docker.DockerClient
-) -> Iterator[str]:
-    """A one-line definition in a temporary DEFINITIONS root; its images are removed after."""
+def tiny(tmp_path: Path, client: docker.DockerClient) -> Iterator[images.ImageDefinition]:
+    """A one-line definition in a temporary folder; its images are removed after."""
     name = f"tiny-{uuid.uuid4().hex[:8]}"  # unique: parallel runs must not share a tag
-    root = tmp_path / "definitions"
-    (root / name).mkdir(parents=True)
-    (root / name / "Dockerfile").write_text(TINY_DOCKERFILE)
-    monkeypatch.setattr(images, "DEFINITIONS", root)
-    yield name
-    repository = images.image_tag(name).rsplit(":", 1)[0]
+    (tmp_path / name).mkdir(parents=True)
+    (tmp_path / name / "Dockerfile").write_text(TINY_DOCKERFILE)
+    definition = images.ImageDefinition.in_folder(tmp_path / name)
+    yield definition
+    repository = definition.tag.rsplit(":", 1)[0]
     for image in client.images.list(name=repository):
         client.images.remove(image.id, force=True)
-    for image in client.images.list(filters={"label": f"{images.IMAGE_LABEL}={name}"}):
+    for image in client.images.list(filters={"label": f"{images.IMAGE_LABEL}={definition.name}"}):
         with contextlib.suppress(docker.errors.NotFound):
             client.images.remove(image.id, force=True)
 
 
 @pytest.mark.docker
 def test_ensure_image_builds_once_then_rebuilds_on_change(
-    tiny: str, client: docker.DockerClient
+    tiny: images.ImageDefinition, client: docker.DockerClient
 ) -> None:
     assert images.image_status(tiny, client) == "missing"
     lines: list[str] = []
     first = images.ensure_image(tiny, client, progress=lines.append)
     assert images.image_status(tiny, client) == "current"
     assert any("echo hi" in line for line in lines)  # the build log reached the callback
-    labels = client.images.get(images.image_tag(tiny)).labels
+    labels = client.images.get(tiny.tag).labels
     assert labels[images.DEFINITION_LABEL] == images.definition_hash(tiny, client)
-    assert labels[images.IMAGE_LABEL] == tiny
+    assert labels[images.IMAGE_LABEL] == tiny.name
 
     started = time.monotonic()
     again = images.ensure_image(tiny, client, progress=lines.append)
     assert again == first
     assert time.monotonic() - started < 2.0
 
-    dockerfile = images.DEFINITIONS / tiny / "Dockerfile"
+    dockerfile = tiny.folder / "Dockerfile"
     dockerfile.write_text(TINY_DOCKERFILE.replace("hi", "bye"))
     assert images.image_status(tiny, client) == "stale"
     rebuilt = images.ensure_image(tiny, client)
@@ -149,8 +144,10 @@ def test_ensure_image_builds_once_then_rebuilds_on_change(
 
 
 @pytest.mark.docker
-def test_build_failure_reports_the_log(tiny: str, client: docker.DockerClient) -> None:
-    dockerfile = images.DEFINITIONS / tiny / "Dockerfile"
+def test_build_failure_reports_the_log(
+    tiny: images.ImageDefinition, client: docker.DockerClient
+) -> None:
+    dockerfile = tiny.folder / "Dockerfile"
     dockerfile.write_text("ARG BASE\nFROM ${BASE}\nRUN echo about-to-fail && exit 3\n")
     with pytest.raises(images.SandboxError) as raised:
         images.ensure_image(tiny, client)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+import worldtrace
+from worldtrace.collectors.base import EpisodePlan, ReplayPolicy, ScriptPolicy
 from worldtrace.collectors.episode import EpisodeLimits, run_episode
-from worldtrace.collectors.policies import ReplayPolicy, ScriptPolicy
 from worldtrace.collectors.recorder import RunRecorder, read_episode
 from worldtrace.collectors.terminal import TerminalCollector, TerminalConfig
 from worldtrace.collectors.terminal.actions import command
@@ -18,8 +19,7 @@ def play(tmp_path, policy, task, max_steps, image):
     collector = TerminalCollector()
     env = collector.make_environment(TerminalConfig(image=image))
     writer = RunRecorder(tmp_path, {"domain": "terminal"}).begin("ep")
-    plan = collector.plan(0, 5, "script", None)
-    plan.task = task
+    plan = EpisodePlan(index=0, seed=5, task=task)
     try:
         result = run_episode(env, policy, writer, plan, EpisodeLimits(max_steps, 10))
     finally:
@@ -32,16 +32,17 @@ def test_a_finished_script_is_completed_and_checked(tmp_path, terminal_image):
     result, events = play(tmp_path, ScriptPolicy(), task, 50, terminal_image)
     assert (result.status, result.steps, result.reward) == ("completed", len(task.steps), 1.0)
     start, end = events[0], events[-1]
-    assert start["env"]["components"]["tmux"].startswith("tmux")
-    assert start["task_name"] == "word-frequency"
-    assert (end["status"], end["reward"]) == ("completed", 1.0)
+    assert start.env.components["tmux"].startswith("tmux")
+    assert start.task_name == "word-frequency"
+    assert start.collector_version == worldtrace.__version__
+    assert (end.status, end.reward) == ("completed", 1.0)
 
 
 def test_the_step_limit_truncates(tmp_path, terminal_image):
     task = task_by_name("word-frequency")
     result, events = play(tmp_path, ScriptPolicy(), task, 2, terminal_image)
     assert (result.status, result.steps) == ("truncated", 2)
-    assert [e["type"] for e in events] == ["start", "step", "step", "end"]
+    assert [e.type for e in events] == ["start", "step", "step", "end"]
 
 
 def test_a_broken_task_setup_fails_the_episode_with_its_reason(tmp_path, terminal_image):
@@ -49,7 +50,7 @@ def test_a_broken_task_setup_fails_the_episode_with_its_reason(tmp_path, termina
     result, events = play(tmp_path, ScriptPolicy(), task, 5, terminal_image)
     assert result.status == "failed"
     assert "exit 7" in result.error and "exited 7" in result.error
-    assert events[-1]["status"] == "failed"
+    assert events[-1].status == "failed"
 
 
 def test_replay_records_the_ground_truth_of_given_actions(tmp_path, terminal_image):
@@ -57,6 +58,6 @@ def test_replay_records_the_ground_truth_of_given_actions(tmp_path, terminal_ima
     task = TerminalTask(name="replay", instruction="replay")
     result, events = play(tmp_path, ReplayPolicy(actions), task, 10, terminal_image)
     assert result.status == "completed"
-    steps = [e for e in events if e["type"] == "step"]
-    assert steps[1]["observation"]["cwd"] == "/home/user/a"
-    assert "/home/user/a" in steps[1]["observation"]["screen"]
+    steps = [e for e in events if e.type == "step"]
+    assert steps[1].observation["cwd"] == "/home/user/a"
+    assert "/home/user/a" in steps[1].observation["screen"]

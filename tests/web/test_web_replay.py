@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.web_test_pages import environment_on_pages, serve_test_pages
+from tests.web.web_test_pages import environment_on_pages, serve_test_pages
 from worldtrace.collectors.base import EpisodePlan
 from worldtrace.collectors.episode import EpisodeLimits, run_episode
 from worldtrace.collectors.recorder import RunRecorder, read_episode

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.web_test_pages import bid, step
+from tests.web.web_test_pages import bid, step
 from worldtrace.collectors.base import HistoryItem
 from worldtrace.collectors.web.axtree import flatten_axtree, node_property
 from worldtrace.collectors.web.environment import WebConfig, WebEnvironment

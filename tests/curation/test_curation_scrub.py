@@ -676,7 +676,7 @@ def test_a_recorded_episode_with_the_attacks_secrets_is_curated_clean(
 ) -> None:
     """The attack replayed in a real sandbox, recorded, normalized and curated."""
     from worldtrace.collectors.episode import EpisodeLimits, run_episode
-    from worldtrace.collectors.policies import ReplayPolicy
+    from worldtrace.collectors.base import ReplayPolicy
     from worldtrace.collectors.recorder import RunRecorder
     from worldtrace.collectors.terminal import TerminalCollector
     from worldtrace.collectors.terminal.actions import command

@@ -4,20 +4,15 @@ import json
 
 import polars as pl
 import pyarrow.parquet as pq
+import pytest
 from datasets import load_dataset
 
+from tests.records import make_end, make_start, make_step
 from worldtrace.collectors.recorder import RunRecorder
 from worldtrace.collectors.terminal.screen import plain_screen, strip_ansi
 from worldtrace.normalizers import normalize_run
 from worldtrace.schemas import Transition, arrow_schema_of, from_row
-
-ENV = {
-    "name": "terminal/bash-tmux",
-    "version": "sha256:abc",
-    "components": {"tmux": "3.3a"},
-    "config_hash": "cafe",
-}
-POLICY = {"kind": "script", "name": "task-script", "version": "1"}
+from worldtrace.schemas.layouts import LayoutError
 
 
 def screen(*lines: str) -> dict:
@@ -27,7 +22,7 @@ def screen(*lines: str) -> dict:
         "cursor": [0, 0],
         "prompt": True,
         "exit_code": 0,
-        "cwd": "/root",
+        "cwd": "/home/user",
         "foreground": None,
         "timed_out": False,
         "exited": False,
@@ -36,39 +31,16 @@ def screen(*lines: str) -> dict:
 
 def record_episode(recorder: RunRecorder, episode_id: str, steps: int, status="completed"):
     writer = recorder.begin(episode_id)
-    writer.write_start(
-        {
-            "episode_id": episode_id,
-            "seed": 1,
-            "index": 0,
-            "task": "count",
-            "env": ENV,
-            "policy": POLICY,
-            "started_at": "2026-01-01T00:00:00+00:00",
-        },
-        screen("\x1b[1;32mroot@sandbox\x1b[0m:~# "),
-    )
+    writer.write_start(make_start(episode_id, screen("\x1b[1;32muser@sandbox\x1b[0m:~$ ")))
     for step in range(steps):
         writer.write_step(
-            {
-                "step": step,
-                "action": {
-                    "name": "keys",
-                    "arguments": {"keys": [f"echo {step}", "Enter"]},
-                    "text": "old",
-                },
-                "observation": screen(
-                    f"root@sandbox:~# echo {step}   ", str(step), "root@sandbox:~# "
-                ),
-                "error": "exit status 1" if step == 1 else None,
-                "reward": 0.0,
-                "terminated": False,
-                "truncated": False,
-                "started_at": "2026-01-01T00:00:01+00:00",
-                "latency_s": 0.01,
-            }
+            make_step(
+                step,
+                screen(f"user@sandbox:~$ echo {step}   ", str(step), "user@sandbox:~$ "),
+                error="exit status 1" if step == 1 else None,
+            )
         )
-    writer.seal(status, {"steps": steps, "errors": 0, "reward": 1.0})
+    writer.seal(make_end(steps, status))
 
 
 def make_run(tmp_path, episodes=2, steps=3) -> RunRecorder:
@@ -91,11 +63,12 @@ def test_run_becomes_transitions_with_env_policy_source_and_rewards(tmp_path) ->
     rows = pq.read_table(tmp_path / "transitions" / "terminal").to_pylist()
     transitions = [from_row(Transition, row) for row in rows]
     first = transitions[0]
-    assert first.observation.text == "root@sandbox:~#"
-    assert first.next_observation.text == "root@sandbox:~# echo 0\n0\nroot@sandbox:~#"
+    assert first.observation.text == "user@sandbox:~$"
+    assert first.next_observation.text == "user@sandbox:~$ echo 0\n0\nuser@sandbox:~$"
     assert transitions[1].observation == first.next_observation
     assert first.action.text == "echo 0<Enter>"  # re-rendered from the arguments
-    assert first.env.components == {"tmux": "3.3a"}
+    assert first.env.components == {"bash": "5.2"}
+    assert first.source.collector_version == "0.1.0"
     assert first.source.origin == "collected"
     assert transitions[1].action_error == "exit status 1"
     last = transitions[2]
@@ -132,7 +105,7 @@ def test_bad_episodes_are_quarantined_with_a_reason_and_the_rest_survive(tmp_pat
     make_run(tmp_path)
     sealed = tmp_path / "raw" / "episodes"
     (sealed / "garbage.jsonl").write_text("this is not json\n")
-    (sealed / "no-end.jsonl").write_text(json.dumps({"type": "start"}) + "\n")
+    (sealed / "no-end.jsonl").write_text(make_start("no-end").model_dump_json() + "\n")
     lines = (sealed / "run-a-s000000.jsonl").read_text().splitlines()
     broken = json.loads(lines[1])
     del broken["observation"]["screen"]
@@ -155,3 +128,26 @@ def test_bad_episodes_are_quarantined_with_a_reason_and_the_rest_survive(tmp_pat
     quarantine = (tmp_path / "quarantine.jsonl").read_text().splitlines()
     assert len(quarantine) == 3
     assert (sealed / "garbage.jsonl").exists(), "quarantined raw data is never deleted"
+
+
+def test_an_episode_recorded_before_versions_were_kept_still_normalizes(tmp_path) -> None:
+    make_run(tmp_path, episodes=1)
+    path = tmp_path / "raw" / "episodes" / "run-a-s000000.jsonl"
+    lines = path.read_text().splitlines()
+    start = json.loads(lines[0])
+    del start["collector_version"]  # the start line as worldtrace 0.1 wrote it
+    path.write_text("\n".join([json.dumps(start), *lines[1:]]) + "\n")
+    manifest = json.loads((tmp_path / "run.json").read_text())
+    (tmp_path / "run.json").write_text(json.dumps({"config": manifest["config"]}))
+    normalize_run(tmp_path)
+    row = pq.read_table(tmp_path / "transitions" / "terminal").to_pylist()[0]
+    assert from_row(Transition, row).source.collector_version == "unrecorded"
+
+
+def test_a_run_in_a_newer_layout_is_refused_not_misread(tmp_path) -> None:
+    make_run(tmp_path, episodes=1)
+    manifest = json.loads((tmp_path / "run.json").read_text())
+    (tmp_path / "run.json").write_text(json.dumps({**manifest, "layout_version": 99}))
+    with pytest.raises(LayoutError, match="layout version 99, newer"):
+        normalize_run(tmp_path)
+    assert not (tmp_path / "transitions").exists()

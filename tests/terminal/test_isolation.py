@@ -29,7 +29,7 @@ from docker.models.containers import Container
 
 from worldtrace.collectors.base import EpisodePlan
 from worldtrace.collectors.episode import EpisodeLimits, run_episode
-from worldtrace.collectors.policies import ScriptPolicy
+from worldtrace.collectors.base import ScriptPolicy
 from worldtrace.collectors.recorder import RunRecorder, read_episode
 from worldtrace.collectors.terminal.actions import command
 from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment

@@ -10,7 +10,7 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from tests.test_curation import PROSE, numbers_screen, read_output, step  # noqa: E402
+from tests.curation.test_curation import PROSE, numbers_screen, read_output, step  # noqa: E402
 from worldtrace.curation import CurationConfig, CurationError, curate  # noqa: E402
 from worldtrace.curation.pipeline import _run_stage  # noqa: E402
 from worldtrace.normalizers.shards import ShardWriter  # noqa: E402

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 import pytest
 from rich.console import Console
@@ -22,11 +23,11 @@ def test_run_checks_covers_every_item() -> None:
         "python",
         "worldtrace",
         *(f"python package {p}" for p in doctor.KEY_PACKAGES),
-        *(f"debian package {p}" for p in doctor.DEBIAN_PACKAGES),
+        *(f"debian package {p}" for p in doctor.debian_packages()),
         "web browser",
         "docker engine",
         "base image",
-        *(f"image {name}" for name in images.list_definitions()),
+        *(f"image {d.name}" for d in doctor._images()),
         "leaked sandboxes",
         "sandbox disks",
         "disk space",
@@ -45,11 +46,12 @@ def test_run_checks_covers_every_item() -> None:
 
 @pytest.mark.docker
 def test_missing_image_fails_with_a_fix(monkeypatch: pytest.MonkeyPatch) -> None:
-    absent = f"worldtrace/absent-{uuid.uuid4().hex[:8]}"
-    monkeypatch.setattr(images, "image_tag", lambda name: f"{absent}-{name}:latest")
-    monkeypatch.setattr(images, "BASE_IMAGE", f"{absent}-base:bookworm")
+    absent = f"absent-{uuid.uuid4().hex[:8]}"
+    renamed = [replace(d, name=f"{absent}-{d.name}") for d in doctor._images()]
+    monkeypatch.setattr(doctor, "_images", lambda: renamed)
+    monkeypatch.setattr(images, "BASE_IMAGE", f"worldtrace/{absent}-base:bookworm")
     checks = by_name(doctor.run_checks())
-    for name in ["base image", *(f"image {d}" for d in images.list_definitions())]:
+    for name in ["base image", *(f"image {d.name}" for d in renamed)]:
         assert not checks[name].ok, checks[name]
         assert "missing" in checks[name].detail
         assert checks[name].fix and "worldtrace sandboxes build" in checks[name].fix
@@ -79,8 +81,19 @@ def test_a_crashing_check_becomes_a_failed_check(monkeypatch: pytest.MonkeyPatch
     assert "disk on fire" in checks["disk space"].detail
 
 
+def test_debian_packages_are_the_core_ones_and_every_domain_s() -> None:
+    from worldtrace.collectors.registry import registered_collectors
+
+    wanted = doctor.debian_packages()
+    assert set(doctor.CORE_DEBIAN_PACKAGES) <= set(wanted)
+    for collector in registered_collectors():
+        assert set(collector.requirements.debian_packages) <= set(wanted)
+    assert "chromium" in wanted  # the web domain's
+    assert len(wanted) == len(set(wanted))
+
+
 def test_missing_debian_package(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(doctor, "DEBIAN_PACKAGES", ("worldtrace-no-such-package",))
+    monkeypatch.setattr(doctor, "debian_packages", lambda: ["worldtrace-no-such-package"])
     (check,) = doctor._debian_packages()
     assert not check.ok
     assert check.fix and "apt-get install worldtrace-no-such-package" in check.fix

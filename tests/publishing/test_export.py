@@ -17,6 +17,7 @@ from worldtrace.exports.prompts import (
     system_prompt,
 )
 from worldtrace.schemas import DOMAINS, Action, Observation, Transition, to_table
+from worldtrace.schemas.layouts import LayoutError
 
 ERROR = "unknown key name 'Ctrl+Q'"
 
@@ -249,7 +250,7 @@ def test_chain_break_restates_the_state(tmp_path: Path) -> None:
 
 
 def test_missing_source_and_bad_history(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(LayoutError):
         export_agentworld(tmp_path, tmp_path / "out")
     _write(tmp_path, "data", "x.parquet", ALL)
     with pytest.raises(ValueError, match="history"):

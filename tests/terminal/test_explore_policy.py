@@ -19,7 +19,7 @@ from worldtrace.collectors.base import HistoryItem
 from worldtrace.collectors.terminal.explore import ExplorePolicy, command_output, workspace_setup
 from worldtrace.schemas import Action
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 HOME_PROJECT = "/home/user/proj"
 TOP = {
     "README.md": "# proj\nWeather station tools for the coast network.\n",
@@ -180,7 +180,7 @@ def test_same_seed_same_actions() -> None:
 
 def test_same_seed_same_actions_across_processes() -> None:
     # Set iteration order changes with PYTHONHASHSEED; the policy must not depend on it.
-    script = "import json; from tests.test_explore_policy import run_episode; "
+    script = "import json; from tests.terminal.test_explore_policy import run_episode; "
     script += "print(json.dumps(run_episode(11)))"
     outputs = []
     for hash_seed in ("1", "2"):

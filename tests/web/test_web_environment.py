@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.web_test_pages import TestPages, bid, environment_on_pages, serve_test_pages, step
+from tests.web.web_test_pages import TestPages, bid, environment_on_pages, serve_test_pages, step
 from worldtrace.collectors.web import WebCollector
 from worldtrace.collectors.web.actions import parse_action
 from worldtrace.collectors.web.axtree import find_bid, flatten_axtree

@@ -9,14 +9,15 @@ import pytest
 
 from worldtrace.collectors.registry import UnknownDomainError, available_domains, get_collector
 from worldtrace.collectors.terminal import TerminalCollector
-from worldtrace.normalizers import get_normalizer
-from worldtrace.normalizers.terminal import TerminalNormalizer
+from worldtrace.collectors.terminal.render import TerminalRenderer
+from worldtrace.collectors.web import WebCollector
 
 
 def test_builtin_domains_are_registered():
     assert "terminal" in available_domains()
     assert isinstance(get_collector("terminal"), TerminalCollector)
-    assert isinstance(get_normalizer("terminal"), TerminalNormalizer)
+    assert isinstance(get_collector("terminal").renderer(), TerminalRenderer)
+    assert isinstance(get_collector("web"), WebCollector)
 
 
 def test_unknown_domain_lists_what_exists():

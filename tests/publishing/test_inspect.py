@@ -10,9 +10,10 @@ import polars as pl
 import pytest
 from rich.console import Console
 
-from tests.test_publish import make_corpus
+from tests.publishing.test_publish import make_corpus
+from worldtrace.publishing.folder import publish_folder
 from worldtrace.publishing.inspect import parquet_glob, render, scan, summarize
-from worldtrace.publishing.layout import publish_folder
+from worldtrace.schemas.layouts import LayoutError
 
 FLAT = {
     "observation_text",
@@ -92,7 +93,7 @@ def test_render_tables(folders: dict[str, Path]) -> None:
 
 
 def test_scan_rejects_unknown_folder(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(LayoutError, match="neither a run"):
         scan(str(tmp_path))
 
 

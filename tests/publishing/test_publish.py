@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,8 +18,9 @@ from PIL import Image as PILImage
 
 from tests.records import make_transition
 from worldtrace.publishing.card import read_front_matter
-from worldtrace.publishing.layout import MANIFEST, PublishError, manifest_of, publish_folder
+from worldtrace.publishing.folder import MANIFEST, PublishError, manifest_of, publish_folder
 from worldtrace.schemas import EnvironmentRef, Episode, Observation, PolicyRef, Transition, to_table
+from worldtrace.schemas.layouts import CorpusLayout
 
 WEB_ENV = EnvironmentRef(
     name="web/chromium", version="chromium-156", components={"chromium": "156"}, config_hash="beef"
@@ -100,6 +102,7 @@ def make_corpus(
                 pq.write_table(to_table(chunk, Transition), folder / f"part-{index:05d}.parquet")
     pq.write_table(to_table(episodes_of(terminal + web), Episode), root / "episodes.parquet")
     (root / "stats.json").write_text(json.dumps({"dedup": {"dropped": 0}}))
+    CorpusLayout(root).write_manifest(["test"])
     return root
 
 
@@ -117,8 +120,14 @@ def published(corpus: Path, tmp_path: Path) -> Path:
 def test_layout_and_every_config_loads(published: Path, tmp_path: Path) -> None:
     cache = tmp_path / "hf-datasets-cache"
     files = sorted(p.relative_to(published).as_posix() for p in published.rglob("*") if p.is_file())
-    assert "data/terminal/train-00000-of-00001.parquet" in files
-    assert "data/web/train-00000-of-00001.parquet" in files
+    shards = [name for name in files if name.startswith("data/")]
+    assert [re.sub(r"-[0-9a-f]{12}\.parquet$", "", name) for name in shards] == [
+        "data/terminal/train-00000-of-00001",
+        "data/web/train-00000-of-00001",
+    ]
+    for name in shards:  # the name carries the start of the shard's sha256
+        digest = hashlib.sha256((published / name).read_bytes()).hexdigest()
+        assert name.endswith(f"-{digest[:12]}.parquet")
     for meta in ("episodes.parquet", "environments.json", "schema.json", "manifest.json"):
         assert f"meta/{meta}" in files
     assert "meta/curation_stats.json" in files
@@ -200,8 +209,8 @@ def test_small_shard_size_makes_consistent_shards(tmp_path: Path) -> None:
     shards = sorted((tmp_path / "dist" / "data" / "terminal").glob("*.parquet"))
     assert len(shards) > 1
     total = len(shards)
-    assert [s.name for s in shards] == [
-        f"train-{i:05d}-of-{total:05d}.parquet" for i in range(total)
+    assert [s.name[: -len("-0123456789ab.parquet")] for s in shards] == [
+        f"train-{i:05d}-of-{total:05d}" for i in range(total)
     ]
     assert report.shards["terminal"] == [s.name for s in shards]
     assert sum(pq.ParquetFile(s).metadata.num_rows for s in shards) == 3000
@@ -224,7 +233,7 @@ def test_republishing_gives_identical_files(corpus: Path, tmp_path: Path) -> Non
 def test_killed_publish_leaves_dest_intact_and_rerun_completes(
     corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import worldtrace.publishing.layout as layout
+    import worldtrace.publishing.folder as folder_module
 
     dest = tmp_path / "dist"
     publish_folder(corpus, dest)
@@ -235,7 +244,7 @@ def test_killed_publish_leaves_dest_intact_and_rerun_completes(
     def crash(*_args: object, **_kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(layout, "validate_folder", crash)
+    monkeypatch.setattr(folder_module, "validate_folder", crash)
     with pytest.raises(KeyboardInterrupt):
         publish_folder(corpus, dest)
     assert manifest_of(dest) == before
@@ -310,7 +319,7 @@ def test_episode_lengths_are_the_published_rows(tmp_path: Path) -> None:
 def test_validation_refuses_a_card_resolving_to_other_shards(
     published: Path, tmp_path: Path
 ) -> None:
-    from worldtrace.publishing.layout import validate_folder
+    from worldtrace.publishing.folder import validate_folder
 
     rows = {"terminal": 6, "web": 4}
     validate_folder(published, rows)
@@ -344,7 +353,7 @@ def test_corpus_without_rows_is_refused(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     (corpus / "transitions" / "web").mkdir(parents=True)
     pq.write_table(to_table([], Transition), corpus / "transitions" / "web" / "part.parquet")
-    (corpus / "stats.json").write_text("{}")
+    CorpusLayout(corpus).write_manifest(["test"])
     with pytest.raises(PublishError, match="hold no rows"):
         publish_folder(corpus, tmp_path / "dist")
     assert not (tmp_path / "dist").exists()
@@ -358,7 +367,8 @@ def test_a_folder_that_was_not_curated_is_refused_unless_asked_and_then_labelled
     from worldtrace.flows.cli import app
 
     corpus = make_corpus(tmp_path / "run")
-    (corpus / "stats.json").unlink()  # what a run directory looks like: never curated
+    (corpus / "corpus.json").unlink()  # what a run directory looks like: never curated
+    (corpus / "stats.json").unlink()
     dest = tmp_path / "dist"
     with pytest.raises(PublishError, match="not curated"):
         publish_folder(corpus, dest)
