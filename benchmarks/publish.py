@@ -50,7 +50,7 @@ import pyarrow.parquet as pq
 from common import loadavg, log, machine_info, write_report
 from curate import transition_rows
 
-import worldtrace.publishing.layout as layout
+import worldtrace.publishing.folder as folder_module
 from worldtrace.publishing.inspect import scan
 from worldtrace.schemas import Transition, arrow_schema_of
 
@@ -164,7 +164,7 @@ class PartClock:
 def run_publish(corpus: Path, dest: Path) -> dict[str, Any]:
     with PartClock() as clock:
         start = time.perf_counter()
-        report = layout.publish_folder(corpus, dest)
+        report = folder_module.publish_folder(corpus, dest)
         wall = time.perf_counter() - start
     parts = dict(clock.times)
     parts["other"] = wall - sum(parts.values())

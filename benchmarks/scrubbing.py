@@ -62,7 +62,7 @@ from datatrove.data import Document
 
 from worldtrace.collectors.base import EpisodePlan
 from worldtrace.collectors.episode import EpisodeLimits, run_episode
-from worldtrace.collectors.policies import ReplayPolicy
+from worldtrace.collectors.base import ReplayPolicy
 from worldtrace.collectors.recorder import RunRecorder
 from worldtrace.collectors.terminal.actions import command
 from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment

@@ -1,23 +1,41 @@
-"""The interfaces every domain implements: Environment, Policy, Task, Collector.
+"""The interfaces every domain implements: Environment, Policy, Task, Renderer, Collector.
 
 An environment turns a sandbox into domain-native *raw observations* (JSON-serializable
-dicts, lossless: raw screens, raw trees, raw protocol messages). Canonical observation text is
-the normalizers' job, so raw data can be re-normalized without collecting again.
+dicts, lossless: raw screens, raw trees, raw protocol messages). A renderer turns those into
+the canonical observation text, so raw data can be rendered again without collecting again.
+A collector is a domain's one entry in the registry: it knows the domain's environment config,
+environment, policies, task library, renderer, what it needs installed, and which of its
+actions only read (a curation hint).
+
+Types follow the domain: ``Collector[ConfigT, TaskT]`` builds ``Environment[ConfigT, TaskT]``
+from a ``ConfigT`` and plans episodes over ``TaskT``, so nothing downstream needs ``isinstance``
+or ``getattr`` to find out what it was given.
 """
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
-from worldtrace.schemas import Action, EnvironmentRef, PolicyRef
+from worldtrace.collectors.requirements import Requirements
+from worldtrace.schemas import Action, EnvironmentRef, Observation, PolicyRef
+from worldtrace.schemas.raw import RawEpisode, RawObservation
 from worldtrace.schemas.records import PolicyKind
 
-RawObservation = dict[str, Any]
+
+class EnvironmentConfig(BaseModel):
+    """Base of every domain's environment config: unknown fields are errors, and it has a hash."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def config_hash(self) -> str:
+        """Return a short hash identifying this configuration."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -26,6 +44,18 @@ class Task:
 
     name: str
     instruction: str
+    category: str = "misc"
+
+
+@dataclass(frozen=True)
+class ScriptedTask(Task):
+    """A task whose solution is a fixed list of actions (:class:`ScriptPolicy` plays it)."""
+
+    steps: tuple[Action, ...] = ()
+
+
+ConfigT = TypeVar("ConfigT", bound=EnvironmentConfig)
+TaskT = TypeVar("TaskT", bound=Task)
 
 
 @dataclass(frozen=True)
@@ -49,13 +79,13 @@ class HistoryItem:
     error: str | None = None
 
 
-class Environment(ABC):
+class Environment(ABC, Generic[ConfigT, TaskT]):
     """A real environment: reset to a fresh state, step with actions, describe its versions."""
 
-    domain: ClassVar[str]
+    config: ConfigT
 
     @abstractmethod
-    def reset(self, seed: int, task: Task | None) -> RawObservation:
+    def reset(self, seed: int, task: TaskT | None) -> RawObservation:
         """Start a fresh episode (a new sandbox) and return the first observation."""
 
     @abstractmethod
@@ -70,7 +100,7 @@ class Environment(ABC):
         failures no action caused; those are retried.
         """
 
-    def evaluate(self, task: Task | None) -> float | None:
+    def evaluate(self, task: TaskT | None) -> float | None:
         """Return the task's success (0..1) after the episode, or None if it has no check."""
         return None
 
@@ -83,14 +113,14 @@ class Environment(ABC):
         """Release the sandbox; safe to call more than once."""
 
 
-class Policy(ABC):
+class Policy(ABC, Generic[TaskT]):
     """Chooses actions from the current observation and the episode's history."""
 
     kind: ClassVar[PolicyKind]
     name: ClassVar[str]
     version: ClassVar[str] = "1"
 
-    def reset(self, seed: int, task: Task | None) -> None:
+    def reset(self, seed: int, task: TaskT | None) -> None:
         """Prepare for a new episode; the default keeps no state."""
 
     @abstractmethod
@@ -102,51 +132,166 @@ class Policy(ABC):
         return PolicyRef(kind=self.kind, name=self.name, version=self.version)
 
 
+class ScriptPolicy(Policy[ScriptedTask]):
+    """Plays the ``steps`` of a scripted task in order, whatever the environment shows."""
+
+    kind = "script"
+    name = "task-script"
+
+    def __init__(self) -> None:
+        self._steps: tuple[Action, ...] = ()
+
+    def reset(self, seed: int, task: ScriptedTask | None) -> None:
+        """Load the task's steps; a task without steps is an error."""
+        if task is None or not task.steps:
+            raise ValueError(f"the script policy needs a task with steps, got {task!r}")
+        self._steps = task.steps
+
+    def act(self, observation: RawObservation, history: Sequence[HistoryItem]) -> Action | None:
+        """Return the step after the ones already taken, or None at the end of the script."""
+        return self._steps[len(history)] if len(history) < len(self._steps) else None
+
+
+class ReplayPolicy(Policy[Task]):
+    """Re-executes a given list of actions to record the ground-truth next states."""
+
+    kind = "replay"
+    name = "replay"
+
+    def __init__(self, actions: Sequence[Action]) -> None:
+        self._actions = tuple(actions)
+
+    def act(self, observation: RawObservation, history: Sequence[HistoryItem]) -> Action | None:
+        """Return the next recorded action, or None when all were replayed."""
+        return self._actions[len(history)] if len(history) < len(self._actions) else None
+
+
+class Renderer(ABC):
+    """How a domain's raw records become canonical observations and actions."""
+
+    @abstractmethod
+    def observation(self, raw: RawObservation) -> Observation:
+        """Return the canonical observation of a raw observation."""
+
+    def action(self, action: Action) -> Action:
+        """Return the canonical action (default: as recorded; domains re-render the text)."""
+        return action
+
+    def upgrade(self, episode: RawEpisode) -> RawEpisode:
+        """Bring an episode recorded by an older collector to today's form (default: as is)."""
+        return episode
+
+
 @dataclass
-class EpisodePlan:
+class EpisodePlan(Generic[TaskT]):
     """What one episode runs: its task (if any) and seed."""
 
     index: int
     seed: int
-    task: Task | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    task: TaskT | None = None
 
 
-class Collector(ABC):
-    """A domain's entry in the registry: builds its environment and policies from config."""
+PolicyFactory = Callable[["Collector[Any, Any]", dict[str, Any]], Policy[Any]]
+"""Builds a policy of one kind for a collector from the config's ``policy.params``."""
+
+
+def script_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Policy[Any]:
+    """The ``script`` policy: plays the task library's scripted steps; takes no parameters."""
+    if params:
+        raise ValueError(f"the script policy takes no parameters, got {sorted(params)}")
+    return ScriptPolicy()
+
+
+def replay_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Policy[Any]:
+    """The ``replay`` policy: re-executes ``params["actions"]`` (action texts or objects)."""
+    actions = params.get("actions")
+    if not isinstance(actions, list) or not actions or set(params) != {"actions"}:
+        raise ValueError("the replay policy takes `actions`: a non-empty list of actions")
+    return ReplayPolicy([collector.parse_action(action) for action in actions])
+
+
+class Collector(ABC, Generic[ConfigT, TaskT]):
+    """A domain's entry in the registry: everything the rest of the pipeline asks of it."""
 
     domain: ClassVar[str]
-    environment_config: ClassVar[type[BaseModel]]
+    environment_config: ClassVar[type[EnvironmentConfig]]
+    policies: ClassVar[Mapping[str, PolicyFactory]] = {
+        "script": script_policy,
+        "replay": replay_policy,
+    }
+    """The policy kinds the domain offers, each with its factory."""
+    read_only_actions: ClassVar[frozenset[str]] = frozenset()
+    """Action names that never change the state on purpose (curation labels their no-ops)."""
+    requirements: ClassVar[Requirements] = Requirements()
+    """What the domain needs on the machine (`worldtrace doctor`, `make setup`)."""
 
     @abstractmethod
-    def make_environment(self, config: BaseModel) -> Environment:
+    def make_environment(self, config: ConfigT) -> Environment[ConfigT, TaskT]:
         """Build an environment from a validated ``environment_config``."""
 
     @abstractmethod
-    def make_policy(self, kind: str, params: dict[str, Any]) -> Policy:
-        """Build a policy of ``kind`` ('script', 'explore', …) with its parameters."""
+    def renderer(self) -> Renderer:
+        """The domain's renderer from raw records to canonical observations and actions."""
 
-    def preflight(self, config: BaseModel) -> None:
-        """Fail fast, before any episode starts, if the environment cannot run (default: ok)."""
+    def parse_action(self, action: str | dict[str, Any]) -> Action:
+        """Return the action a replay gives as text or as ``{name, arguments, text}``."""
+        if isinstance(action, dict):
+            try:
+                return Action.model_validate(action)
+            except ValueError as error:
+                raise ValueError(f"not an action: {error}") from None
+        raise ValueError(
+            f"the {self.domain} domain reads no action text; give actions as "
+            "{name, arguments, text} objects"
+        )
 
-    @abstractmethod
+    def make_policy(self, kind: str, params: dict[str, Any]) -> Policy[TaskT]:
+        """Build a policy of ``kind`` with its parameters; the error lists the kinds offered."""
+        factory = self.policies.get(kind)
+        if factory is None:
+            offered = ", ".join(repr(name) for name in self.policies)
+            raise ValueError(f"unknown {self.domain} policy {kind!r} (expected {offered})")
+        return factory(self, params)
+
+    def task_library(self, environment: ConfigT | None = None) -> Sequence[TaskT]:
+        """The scripted tasks (of ``environment``, when they depend on it; all otherwise)."""
+        return ()
+
     def plan(
         self,
         index: int,
         seed: int,
         policy_kind: str,
-        tasks: list[str] | None,
-        environment: BaseModel | None = None,
-    ) -> EpisodePlan:
-        """Choose the task of episode ``index`` (e.g. cycle through the task library).
+        tasks: Sequence[str] | None,
+        environment: ConfigT,
+    ) -> EpisodePlan[TaskT]:
+        """Choose episode ``index``'s task: scripted episodes cycle the library (or ``tasks``).
 
-        ``environment`` is the run's validated environment config, for domains whose task
-        library depends on it (the web domain's tasks belong to a site).
+        Other policies get no task by default. A name not in the environment's library is a
+        LookupError that says where to find the names.
         """
+        if policy_kind != "script":
+            return EpisodePlan(index=index, seed=seed)
+        library = list(self.task_library(environment))
+        if tasks:
+            by_name = {task.name: task for task in library}
+            unknown = [name for name in tasks if name not in by_name]
+            if unknown:
+                raise LookupError(
+                    f"no {self.domain} task {', '.join(map(repr, unknown))} for this "
+                    f"environment; see `worldtrace tasks {self.domain}`"
+                )
+            library = [by_name[name] for name in tasks]
+        if not library:
+            raise LookupError(f"the {self.domain} domain has no scripted tasks to play here")
+        return EpisodePlan(index=index, seed=seed, task=library[index % len(library)])
 
-    def task_library(self) -> list[Task]:
-        """The domain's scripted tasks, for listing (`worldtrace tasks DOMAIN`); default none."""
-        return []
+    def preflight(self, config: ConfigT) -> None:
+        """Fail fast, before any episode starts, if the environment cannot run.
+
+        Default: every image the domain requires exists.
+        """
+        self.requirements.require_images()
 
     def interrupt(self) -> None:
         """Make every running step of this domain in this process return now.

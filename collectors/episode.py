@@ -15,12 +15,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
+import worldtrace
 from worldtrace.collectors.base import Environment, EpisodePlan, HistoryItem, Policy
 from worldtrace.collectors.recorder import EpisodeWriter, now_utc
 from worldtrace.sandboxes.docker import SandboxError
-from worldtrace.schemas.records import EpisodeStatus
+from worldtrace.schemas.raw import RawEnd, RawObservation, RawStart, RawStep, RecordedLimits
+from worldtrace.schemas.records import EnvironmentRef, EpisodeStatus
 
 
 @dataclass(frozen=True)
@@ -94,12 +95,11 @@ def run_episode(
         if isinstance(error, SandboxError):
             writer.abandon(f"sandbox failed during reset: {error}")
             raise
-        writer.write_start(_facts(writer, plan, policy, started_at, limits, env=None), None)
-        return _seal_failed(writer, error, steps=0, errors=0)
+        writer.write_start(_start(writer, plan, policy, started_at, limits, None, None))
+        return _seal_failed(writer, error, errors=0)
     policy.reset(plan.seed, plan.task)
     writer.write_start(
-        _facts(writer, plan, policy, started_at, limits, env.describe().model_dump(mode="json")),
-        observation,
+        _start(writer, plan, policy, started_at, limits, env.describe(), observation)
     )
     history: list[HistoryItem] = []
     errors = 0
@@ -118,17 +118,17 @@ def run_episode(
                 # The step may have ended because the stop removed its sandbox: not data.
                 raise _interrupt(writer)
             writer.write_step(
-                {
-                    "step": step,
-                    "action": action.model_dump(mode="json"),
-                    "observation": outcome.observation,
-                    "error": outcome.error,
-                    "reward": outcome.reward,
-                    "terminated": outcome.terminated,
-                    "truncated": outcome.truncated,
-                    "started_at": step_started,
-                    "latency_s": outcome.latency_s,
-                }
+                RawStep(
+                    step=step,
+                    action=action,
+                    observation=outcome.observation,
+                    error=outcome.error,
+                    reward=outcome.reward,
+                    terminated=outcome.terminated,
+                    truncated=outcome.truncated,
+                    started_at=step_started,
+                    latency_s=outcome.latency_s,
+                )
             )
             errors += outcome.error is not None
             if on_step is not None:
@@ -147,42 +147,63 @@ def run_episode(
         if isinstance(error, SandboxError):
             writer.abandon(f"sandbox failed during the episode: {error}")
             raise
-        return _seal_failed(writer, error, steps=writer.steps, errors=errors)
-    writer.seal(status, {"steps": writer.steps, "errors": errors, "reward": reward})
+        return _seal_failed(writer, error, errors=errors)
+    _seal(writer, status, errors, reward)
     return EpisodeResult(episode_id, status, writer.steps, errors, reward)
 
 
-def _facts(
+def _start(
     writer: EpisodeWriter,
     plan: EpisodePlan,
     policy: Policy,
     started_at: datetime,
     limits: EpisodeLimits,
-    env: dict[str, Any] | None,
-) -> dict[str, Any]:
-    return {
-        "episode_id": writer.episode_id,
-        "seed": plan.seed,
-        "index": plan.index,
-        "task": plan.task.instruction if plan.task else None,
-        "task_name": plan.task.name if plan.task else None,
-        "env": env,
-        "policy": policy.describe().model_dump(mode="json"),
-        "started_at": started_at,
-        "limits": {"max_steps": limits.max_steps, "step_timeout_s": limits.step_timeout_s},
-    }
+    env: EnvironmentRef | None,
+    observation: RawObservation | None,
+) -> RawStart:
+    return RawStart(
+        episode_id=writer.episode_id,
+        seed=plan.seed,
+        index=plan.index,
+        task=plan.task.instruction if plan.task else None,
+        task_name=plan.task.name if plan.task else None,
+        env=env,
+        policy=policy.describe(),
+        started_at=started_at,
+        limits=RecordedLimits(max_steps=limits.max_steps, step_timeout_s=limits.step_timeout_s),
+        collector_version=worldtrace.__version__,
+        observation=observation,
+    )
 
 
-def _seal_failed(writer: EpisodeWriter, error: Exception, steps: int, errors: int) -> EpisodeResult:
+def _seal(
+    writer: EpisodeWriter,
+    status: EpisodeStatus,
+    errors: int,
+    reward: float | None,
+    error: str | None = None,
+) -> None:
+    end = RawEnd(
+        status=status,
+        ended_at=now_utc(),
+        steps=writer.steps,
+        errors=errors,
+        reward=reward,
+        error=error,
+    )
+    writer.seal(end)
+
+
+def _seal_failed(writer: EpisodeWriter, error: Exception, errors: int) -> EpisodeResult:
     reason = f"{type(error).__name__}: {error}"
-    writer.seal("failed", {"steps": steps, "errors": errors, "reward": None, "error": reason})
-    return EpisodeResult(writer.episode_id, "failed", steps, errors, None, reason)
+    _seal(writer, "failed", errors, None, reason)
+    return EpisodeResult(writer.episode_id, "failed", writer.steps, errors, None, reason)
 
 
 def seal_after_retries(
     writer: EpisodeWriter, plan: EpisodePlan, policy: Policy, limits: EpisodeLimits, reason: str
 ) -> EpisodeResult:
     """Seal an episode whose sandbox kept failing, so the run can finish and say why."""
-    writer.write_start(_facts(writer, plan, policy, now_utc(), limits, env=None), None)
-    writer.seal("failed", {"steps": 0, "errors": 0, "reward": None, "error": reason})
+    writer.write_start(_start(writer, plan, policy, now_utc(), limits, None, None))
+    _seal(writer, "failed", 0, None, reason)
     return EpisodeResult(writer.episode_id, "failed", 0, 0, None, reason)

@@ -6,7 +6,17 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from worldtrace.schemas.errors import ConfigError
+
+
+def registered_read_only_actions() -> tuple[str, ...]:
+    """The read-only actions every registered domain declares, sorted."""
+    from worldtrace.collectors.registry import registered_collectors
+
+    return tuple(sorted({a for c in registered_collectors() for a in c.read_only_actions}))
+
 
 FilterMode = Literal["drop", "keep", "label"]
 """``drop`` removes matching rows, ``label`` keeps them with a label, ``keep`` ignores the rule."""
@@ -53,8 +63,9 @@ class FilterSettings(_Strict):
         default="label", description="mode for no-ops whose action is read-only"
     )
     read_only_actions: tuple[str, ...] = Field(
-        default=("wait", "read", "noop", "screenshot", "observe", "scroll", "hover"),
-        description="action names that do not change the state on purpose",
+        default_factory=lambda: registered_read_only_actions(),
+        description="action names that do not change the state on purpose (default: what "
+        "every registered domain declares)",
     )
 
 
@@ -103,6 +114,19 @@ class CurationConfig(_Strict):
 
 
 def load_curation_config(path: Path) -> CurationConfig:
-    """Read a :class:`CurationConfig` from a YAML file (an empty file gives the defaults)."""
-    data = yaml.safe_load(Path(path).read_text()) or {}
-    return CurationConfig.model_validate(data)
+    """Read a :class:`CurationConfig` from a YAML file (an empty file gives the defaults).
+
+    A missing file, invalid YAML or a bad field is a :class:`ConfigError` naming it.
+    """
+    try:
+        data = yaml.safe_load(Path(path).read_text()) or {}
+        return CurationConfig.model_validate(data)
+    except FileNotFoundError:
+        raise ConfigError(f"curation config {path} does not exist") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path} is not valid YAML: {error}") from None
+    except ValidationError as error:
+        problems = [
+            f"  {'.'.join(str(p) for p in item['loc'])}: {item['msg']}" for item in error.errors()
+        ]
+        raise ConfigError("invalid curation config:\n" + "\n".join(problems)) from None

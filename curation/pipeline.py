@@ -61,14 +61,21 @@ from worldtrace.curation.filters import (
     EpisodeErrorTally,
     TransitionFilter,
 )
+from worldtrace.curation.logs import install as install_log_routing
 from worldtrace.curation.scrub import ScrubStep
 from worldtrace.curation.stats import build_stats, write_stats
 from worldtrace.curation.tally import Checkpoint
 from worldtrace.curation.writers import TransitionWriter
+from worldtrace.schemas.errors import InputError, SetupError
+from worldtrace.schemas.layouts import CorpusLayout
 
 
-class CurationError(RuntimeError):
+class CurationError(InputError, RuntimeError):
     """A curation stage did not complete all its tasks."""
+
+
+class StageIncomplete(SetupError, CurationError):
+    """A datatrove stage ended with tasks that did not complete (their logs say why)."""
 
 
 class CurationReport(BaseModel):
@@ -301,6 +308,11 @@ def _exit_with(pid: int) -> None:
     threading.Thread(target=watch, name="exit-with-curate", daemon=True).start()
 
 
+# Task logs go where the command says, in this process and in every pool worker that imports
+# this module to run its steps (see curation/logs.py).
+install_log_routing()
+
+
 class _LocalExecutor(LocalPipelineExecutor):
     """datatrove's local executor whose pool workers end with the process that made them.
 
@@ -379,7 +391,10 @@ def _check_complete(name: str, executor: PipelineExecutor) -> None:
     """Raise :class:`CurationError` if any rank of the stage has no completion marker."""
     incomplete = executor.get_incomplete_ranks()
     if incomplete:
-        raise CurationError(f"curation stage {name!r} left tasks {incomplete} incomplete")
+        raise StageIncomplete(
+            f"curation stage {name!r} left tasks {incomplete} incomplete; see its logs under "
+            f"{executor.logging_dir.path}/logs and run the same command again to finish"
+        )
 
 
 def _run_stage(
@@ -412,7 +427,7 @@ def _start_ray(workers: int) -> bool:
     try:
         import ray
     except ImportError as error:
-        raise CurationError("executor 'ray' needs the ray package: pip install ray") from error
+        raise SetupError("executor 'ray' needs the ray package: pip install ray") from error
     if ray.is_initialized():
         return False
     if os.environ.get("RAY_ADDRESS"):
@@ -442,11 +457,11 @@ def curate(
     down by this call.
     """
     if executor not in ("local", "ray"):
-        raise ValueError(f"unknown executor {executor!r} (expected 'local' or 'ray')")
+        raise InputError(f"unknown executor {executor!r} (expected 'local' or 'ray')")
     config = config or CurationConfig()
     input_dir, output_dir = Path(input_dir).resolve(), Path(output_dir).resolve()
     if not (input_dir / "transitions").is_dir():
-        raise FileNotFoundError(f"no transitions folder in {input_dir}")
+        raise InputError(f"no transitions folder in {input_dir}: not a run or a corpus")
     paths = _Paths(input_dir, output_dir)
     paths.work.mkdir(parents=True, exist_ok=True)
     settings = config.model_dump(mode="json")
@@ -470,6 +485,8 @@ def curate(
     stats = build_stats(output_dir, paths.tallies, extra)
     stats_path = output_dir / "stats.json"
     write_stats(stats_path, stats)
+    # Last: a corpus with a manifest is one curation finished (publishing checks it).
+    CorpusLayout(output_dir).write_manifest([str(input_dir)])
     return CurationReport(
         output_dir=output_dir,
         rows_in=stats["total"]["rows_in"],

@@ -16,9 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from worldtrace.schemas import DOMAINS
-
-LAYOUTS: tuple[str, ...] = ("data", "transitions")
+from worldtrace.schemas.layouts import transition_files
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,26 +31,6 @@ class Step:
     action: str
     next_observation: str
     action_error: str | None
-
-
-def domain_files(source: Path) -> dict[str, list[Path]]:
-    """Return the parquet files of each domain under ``source``, by the first layout found.
-
-    Raises ``FileNotFoundError`` when neither ``data/<domain>/`` nor ``transitions/<domain>/``
-    holds a parquet file.
-    """
-    source = Path(source)
-    for layout in LAYOUTS:
-        found = {
-            domain: files
-            for domain in DOMAINS
-            if (files := sorted((source / layout / domain).glob("*.parquet")))
-        }
-        if found:
-            return found
-    raise FileNotFoundError(
-        f"no transition parquet under {source}/data/<domain>/ or {source}/transitions/<domain>/"
-    )
 
 
 def _steps_frame(files: list[Path]) -> pl.DataFrame:
@@ -101,7 +79,7 @@ def iter_episodes(files: list[Path]) -> Iterator[list[Step]]:
 
 def iter_domains(source: Path) -> Iterator[tuple[str, Iterator[list[Step]]]]:
     """Yield ``(domain, episodes)`` for every domain present under ``source``."""
-    for domain, files in domain_files(source).items():
+    for domain, files in transition_files(Path(source)).items():
         yield domain, iter_episodes(files)
 
 

@@ -1,44 +1,98 @@
-"""The ``worldtrace`` command line."""
+"""The ``worldtrace`` command line.
+
+One error boundary: a :class:`~worldtrace.schemas.errors.WorldtraceError` anywhere below a
+command is printed as ``error: <message>`` (no traceback) and the command exits with the
+error's code, 2 for bad input and 1 for a machine that cannot run what was asked. Quiet by
+default: progress bars and summary tables on the screen, library logs in a log file
+(``--verbose`` shows them too; see :mod:`worldtrace.flows.logs`).
+"""
 
 from __future__ import annotations
 
-import logging
-import os
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from typer.core import TyperGroup
 
 from worldtrace.collectors.episode import EpisodeResult
+from worldtrace.schemas.errors import ConfigError, InputError, WorldtraceError
+
+console = Console(stderr=True)
+"""Progress, warnings and errors (stderr); results and tables go to stdout."""
+
+
+class _ErrorBoundary(TyperGroup):
+    """Turns every user-facing error below a command into a message and an exit status."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except WorldtraceError as error:
+            console.print(f"[red]error:[/red] {error}", highlight=False, markup=True)
+            raise typer.Exit(error.exit_code) from None
+
 
 app = typer.Typer(
+    cls=_ErrorBoundary,
     help="Record real software environments into world-model training data.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
 sandboxes_app = typer.Typer(help="Build, list and clean up sandbox images and containers.")
 app.add_typer(sandboxes_app, name="sandboxes")
-console = Console(stderr=True)
+
+_log_file: Path | None = None
 
 
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    console.print(f"[red]error:[/red] {message}", highlight=False)
-    return typer.Exit(code)
+@app.callback()
+def _options(
+    ctx: typer.Context,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="show the libraries' logs on screen too")
+    ] = False,
+) -> None:
+    """Record real software environments into world-model training data."""
+    from worldtrace.flows.logs import configure
+
+    global _log_file
+    _log_file = configure(ctx.invoked_subcommand or "worldtrace", verbose)
+
+
+def _summary(title: str, rows: dict[str, Any]) -> None:
+    """Print a two-column summary table, with the log file as its last row."""
+    table = Table(title=title, show_header=False, title_justify="left")
+    for key, value in rows.items():
+        table.add_row(key.replace("_", " "), str(value))
+    if _log_file is not None:
+        table.add_row("log", str(_log_file))
+    Console().print(table)
 
 
 @app.command()
-def doctor() -> None:
+def doctor(
+    debian_packages: Annotated[
+        bool,
+        typer.Option(
+            "--debian-packages", help="print the Debian packages setup installs, and nothing else"
+        ),
+    ] = False,
+) -> None:
     """Report what is installed, running and missing, with the command that fixes it."""
-    from worldtrace.flows.doctor import render, run_checks
+    from worldtrace.flows import doctor as checks_module
 
-    checks = run_checks()
-    Console().print(render(checks))
+    if debian_packages:
+        print(" ".join(checks_module.debian_packages()))
+        return
+    checks = checks_module.run_checks()
+    Console().print(checks_module.render(checks))
     if not all(check.ok for check in checks):
         raise typer.Exit(1)
 
@@ -76,8 +130,6 @@ def _key_values(pairs: list[str]) -> dict[str, Any]:
     """Parse ``KEY=VALUE`` flags; values are read as YAML, so numbers and booleans are typed."""
     import yaml
 
-    from worldtrace.flows.config import ConfigError
-
     parsed: dict[str, Any] = {}
     for pair in pairs:
         key, separator, value = pair.partition("=")
@@ -87,10 +139,18 @@ def _key_values(pairs: list[str]) -> dict[str, Any]:
     return parsed
 
 
-def _quiet_prefect() -> None:
-    # Prefect logs every task run; the progress bar says the same thing more briefly.
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    logging.getLogger("prefect").setLevel(logging.WARNING)
+def _collecting_progress(total: int) -> tuple[Progress, _ProgressBar]:
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("steps {task.fields[steps]}"),
+        TextColumn("errors {task.fields[errors]}"),
+        TextColumn("{task.fields[rate]:.1f} steps/s"),
+        TimeElapsedColumn(),
+    )
+    bar = Progress(*columns, console=console)
+    return bar, _ProgressBar(bar, total)
 
 
 @app.command()
@@ -102,7 +162,9 @@ def collect(
     episodes: Annotated[int | None, typer.Option(help="number of episodes")] = None,
     workers: Annotated[int | None, typer.Option(help="episodes run at the same time")] = None,
     out: Annotated[Path | None, typer.Option(help="folder holding run directories")] = None,
-    policy: Annotated[str | None, typer.Option(help="policy kind: script or explore")] = None,
+    policy: Annotated[
+        str | None, typer.Option(help="policy kind: script, explore or replay")
+    ] = None,
     task: Annotated[
         list[str] | None, typer.Option("--task", help="scripted task name (repeatable)")
     ] = None,
@@ -122,7 +184,9 @@ def collect(
     ] = True,
 ) -> None:
     """Collect episodes in real sandboxes; re-running the same command resumes the run."""
-    from worldtrace.flows.config import ConfigError, load_config, validate_config
+    from worldtrace.flows.collect import run_collection
+    from worldtrace.flows.config import load_config, validate_config
+    from worldtrace.flows.progress import listening
 
     flags: dict[str, Any] = {
         "domain": domain,
@@ -139,45 +203,24 @@ def collect(
         overrides["policy"] = {"kind": policy or "script", **({"tasks": task} if task else {})}
     if not normalize:
         overrides["normalize"] = False
-    try:
-        environment = _key_values(env or [])
-        if site is not None:
-            environment["site"] = site
-        if environment:
-            overrides["environment"] = environment
-        if config_file is not None:
-            config = load_config(config_file, overrides)
-        else:
-            if domain is None:
-                raise ConfigError("give a domain (worldtrace collect terminal …) or --config")
-            # --episodes 0 is an error like any invalid value, never "one episode".
-            config = validate_config({"episodes": 1} | overrides)
-    except (ConfigError, LookupError) as error:
-        raise _fail(str(error)) from None
+    environment = _key_values(env or [])
+    if site is not None:
+        environment["site"] = site
+    if environment:
+        overrides["environment"] = environment
+    if config_file is not None:
+        config = load_config(config_file, overrides)
+    else:
+        if domain is None:
+            raise ConfigError("give a domain (worldtrace collect terminal …) or --config")
+        # --episodes 0 is an error like any invalid value, never "one episode".
+        config = validate_config({"episodes": 1} | overrides)
 
-    from worldtrace.flows.collect import run_collection
-    from worldtrace.flows.progress import listening
-    from worldtrace.sandboxes.docker import SandboxError
-
-    _quiet_prefect()
     console.print(f"run directory: {config.run_dir}", highlight=False)
-    columns = (
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("steps {task.fields[steps]}"),
-        TextColumn("errors {task.fields[errors]}"),
-        TextColumn("{task.fields[rate]:.1f} steps/s"),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console) as bar:
-        listener = _ProgressBar(bar, config.episodes)
-        try:
-            with listening(listener):
-                summary = run_collection(config)
-        except SandboxError as error:
-            raise _fail(str(error), code=1) from None
-    _print_summary(summary)
+    bar, listener = _collecting_progress(config.episodes)
+    with bar, listening(listener):
+        summary = run_collection(config)
+    _print_collection(summary)
     _exit_if_stopped()
 
 
@@ -194,11 +237,8 @@ def _exit_if_stopped() -> None:
         raise typer.Exit(128 + signum)
 
 
-def _print_summary(summary: dict[str, Any]) -> None:
-    table = Table(title="collection", show_header=False)
-    for key, value in summary.items():
-        table.add_row(key.replace("_", " "), str(value))
-    Console().print(table)
+def _print_collection(summary: dict[str, Any]) -> None:
+    _summary("collection", summary)
     if summary.get("failed"):
         console.print(
             f"[yellow]{summary['failed']} episode(s) failed; they are kept and marked "
@@ -214,13 +254,15 @@ def normalize(
     """Rebuild a run's transitions and episodes table from its raw episodes."""
     from worldtrace.normalizers import normalize_run
 
-    try:
-        report = normalize_run(run_dir, rows_per_shard)
-    except (FileNotFoundError, LookupError) as error:
-        raise _fail(str(error)) from None
-    Console().print(
-        f"{report.episodes} episodes, {report.transitions} transitions, "
-        f"{len(report.shards)} shard(s), {len(report.quarantined)} quarantined"
+    report = normalize_run(run_dir, rows_per_shard)
+    _summary(
+        "normalization",
+        {
+            "episodes": report.episodes,
+            "transitions": report.transitions,
+            "shards": len(report.shards),
+            "quarantined": len(report.quarantined),
+        },
     )
     for item in report.quarantined:
         console.print(f"[yellow]quarantined[/yellow] {item['file']}: {item['reason']}")
@@ -241,8 +283,22 @@ def curate(
     from worldtrace.curation.pipeline import curate as run_curation
 
     config = load_curation_config(config_file) if config_file else CurationConfig()
-    report = run_curation(source, out, config, workers=workers, executor=executor)
-    Console().print(report)
+    with console.status("curating with datatrove…"):
+        report = run_curation(source, out, config, workers=workers, executor=executor)
+    _print_curation(report.model_dump())
+
+
+def _print_curation(report: dict[str, Any]) -> None:
+    _summary(
+        "curation",
+        {
+            "corpus": report["output_dir"],
+            "rows in": report["rows_in"],
+            "rows out": report["rows_out"],
+            "quarantined rows": report["quarantined_rows"],
+            **({"stages run": ", ".join(report["stages_run"])} if "stages_run" in report else {}),
+        },
+    )
 
 
 @app.command()
@@ -261,20 +317,33 @@ def publish(
 ) -> None:
     """Write a curated corpus as a Hugging Face dataset folder, and optionally upload it."""
     from worldtrace.publishing.hub import push_to_hub
-    from worldtrace.publishing.layout import PublishError, publish_folder
+    from worldtrace.publishing.folder import publish_folder
 
     if to is None and repo is None:
-        raise _fail("give --to DIR, --repo org/name, or both")
+        raise InputError("give --to DIR, --repo org/name, or both")
     # Without --to the folder is staged inside the corpus, where a killed run's copy is
     # replaced by the next publish (publish_folder sweeps its leftovers) instead of piling up.
     folder = to or corpus / ".publish" / "dataset"
-    try:
+    with console.status("writing and validating the dataset folder…"):
         report = publish_folder(corpus, folder, shard_size_mb=shard_size_mb, uncurated=uncurated)
-    except PublishError as error:
-        raise _fail(str(error)) from None
-    Console().print(report)
+    rows: dict[str, Any] = {
+        "folder": report.dest,
+        "rows": report.rows,
+        **{f"rows {domain}": count for domain, count in report.rows_per_domain.items()},
+        "shards": sum(len(names) for names in report.shards.values()),
+        "episodes": report.episodes,
+        "environments": report.environments,
+    }
     if repo is not None:
-        Console().print(push_to_hub(folder, repo, private=private, revision=revision, force=force))
+        with console.status(f"uploading to {repo}…"):
+            pushed = push_to_hub(folder, repo, private=private, revision=revision, force=force)
+        rows |= {
+            "repo": f"{pushed.repo_id}@{pushed.revision}",
+            "uploaded files": len(pushed.uploaded),
+            "deleted files": len(pushed.deleted),
+            "already there": pushed.noop,
+        }
+    _summary("publication", rows)
 
 
 @app.command()
@@ -299,7 +368,7 @@ def export(
     from worldtrace.exports import EXPORTERS
 
     if format_ not in EXPORTERS:
-        raise _fail(f"unknown format {format_!r} (available: {', '.join(EXPORTERS)})")
+        raise InputError(f"unknown format {format_!r} (available: {', '.join(EXPORTERS)})")
     counts = EXPORTERS[format_](source, out, history=history)
     for domain, rows in counts.items():
         Console().print(f"{domain}: {rows} rows")
@@ -311,26 +380,23 @@ def run(
 ) -> None:
     """Collect, curate and publish as one Prefect flow; re-running resumes every stage."""
     from worldtrace.collectors.registry import get_collector
-    from worldtrace.flows.config import ConfigError
     from worldtrace.flows.pipeline import file_sha256, load_pipeline_config, pipeline
-    from worldtrace.sandboxes.docker import SandboxError
+    from worldtrace.flows.progress import listening
 
     try:
         sha256 = file_sha256(pipeline_file)
-        config = load_pipeline_config(pipeline_file, sha256)
-    except (ConfigError, OSError) as error:
-        raise _fail(str(error)) from None
+    except OSError as error:
+        raise ConfigError(f"cannot read {pipeline_file}: {error}") from None
+    config = load_pipeline_config(pipeline_file, sha256)
     collector = get_collector(config.collect.domain)
-    _quiet_prefect()
-    try:
-        collector.preflight(collector.environment_config.model_validate(config.collect.environment))
+    collector.preflight(collector.environment_config.model_validate(config.collect.environment))
+    bar, listener = _collecting_progress(config.collect.episodes)
+    with bar, listening(listener):
         summary = pipeline(str(pipeline_file.resolve()), sha256)
-    except SandboxError as error:
-        raise _fail(str(error), code=1) from None
-    _print_summary(summary["collect"])
+    _print_collection(summary["collect"])
     _exit_if_stopped()
-    Console().print(summary["curate"])
-    Console().print(summary["publish"])
+    _print_curation({"output_dir": summary["curate"]["corpus"], **summary["curate"]})
+    _summary("publication", summary["publish"])
 
 
 @app.command()
@@ -338,16 +404,12 @@ def tasks(domain: Annotated[str, typer.Argument(help="domain")] = "terminal") ->
     """List the scripted tasks of a domain."""
     from worldtrace.collectors.registry import get_collector
 
-    try:
-        library = get_collector(domain).task_library()
-    except LookupError as error:
-        raise _fail(str(error.args[0])) from None
+    library = get_collector(domain).task_library()
     if not library:
-        raise _fail(f"no task library for {domain!r}")
-    table = Table("name", "category", "steps", "instruction")
+        raise InputError(f"the {domain} domain has no scripted tasks")
+    table = Table("name", "category", "instruction")
     for item in library:
-        steps = str(len(getattr(item, "steps", ())))
-        table.add_row(item.name, getattr(item, "category", ""), steps, item.instruction)
+        table.add_row(item.name, item.category, item.instruction)
     Console().print(table)
 
 
@@ -355,29 +417,34 @@ def tasks(domain: Annotated[str, typer.Argument(help="domain")] = "terminal") ->
 def sandboxes_build(
     force: Annotated[bool, typer.Option(help="rebuild even if current")] = False,
 ) -> None:
-    """Build the base image and every sandbox image whose definition changed."""
-    from worldtrace.sandboxes.docker import SandboxError
-    from worldtrace.sandboxes.images import build_all
+    """Build the base image and every image a registered domain needs that is stale."""
+    from worldtrace.collectors.registry import registered_collectors
+    from worldtrace.flows.logs import verbose
+    from worldtrace.sandboxes.images import build_images
 
-    try:
-        built = build_all(force=force, progress=lambda line: console.print(line, highlight=False))
-    except SandboxError as error:
-        raise _fail(str(error), code=1) from None
-    for name, image_id in built.items():
-        Console().print(f"{name}: {image_id[:19]}")
+    definitions = [i for c in registered_collectors() for i in c.requirements.images]
+
+    def log(line: str) -> None:
+        # Dockerfile steps are enough to follow a long build; --verbose shows everything.
+        if verbose() or line.startswith(("Step ", "debootstrap")):
+            console.print(f"  {line}", highlight=False, markup=False)
+
+    build_images(definitions, force=force, say=lambda line: print(line, flush=True), log=log)
 
 
 @sandboxes_app.command("list")
 def sandboxes_list() -> None:
     """List running and leftover worldtrace containers."""
-    from worldtrace.sandboxes.docker import live_sandboxes, owner_alive
+    from worldtrace.sandboxes.docker import RUN_LABEL, live_sandboxes, owner_alive
 
-    table = Table("container", "image", "status", "owner pid", "orphaned")
+    table = Table("container", "image", "run", "status", "owner pid", "orphaned")
     for container in live_sandboxes():
         labels = container.labels
+        tags = container.image.tags if container.image else []
         table.add_row(
             container.short_id,
-            str(labels.get("worldtrace.domain", "")),
+            tags[0] if tags else str(container.attrs.get("Config", {}).get("Image", "?")),
+            labels.get(RUN_LABEL, ""),
             container.status,
             labels.get("worldtrace.owner_pid", "?"),
             str(not owner_alive(labels)),
@@ -390,17 +457,14 @@ def sandboxes_gc(
     all_: Annotated[bool, typer.Option("--all", help="also remove sandboxes still in use")] = False,
 ) -> None:
     """Remove sandboxes left behind by crashed runs (or every sandbox with --all)."""
-    from worldtrace.sandboxes.docker import SandboxError, gc
+    from worldtrace.sandboxes.docker import gc
 
-    try:
-        removed = gc(everything=all_)
-    except SandboxError as error:
-        raise _fail(str(error), code=1) from None
+    removed = gc(everything=all_)
     Console().print(f"removed {len(removed)} sandbox(es)")
 
 
 def main() -> None:
-    """Entry point for ``python -m worldtrace.flows.cli``."""
+    """Entry point of the ``worldtrace`` command and of ``python -m worldtrace.flows.cli``."""
     app()
 
 

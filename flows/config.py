@@ -28,10 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from worldtrace.collectors.recorder import RunRecorder
 from worldtrace.collectors.registry import get_collector
-
-
-class ConfigError(ValueError):
-    """An invalid collection config; the message names each bad field."""
+from worldtrace.schemas.errors import ConfigError
 
 
 class PolicyConfig(BaseModel):

@@ -2,6 +2,9 @@
 
 Every check runs even when an earlier one failed, and none raises: an exception becomes a
 failed check whose detail is the error, so the report is complete on a half-set-up machine.
+What the core needs is listed here; what each domain needs (Debian packages, images, further
+checks) is asked of the registered domains, and `make setup` installs from the same lists
+(:func:`debian_packages`).
 """
 
 from __future__ import annotations
@@ -14,11 +17,14 @@ import subprocess
 import sys
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from rich.table import Table
 from rich.text import Text
+
+from worldtrace.collectors.registry import registered_collectors
+from worldtrace.collectors.requirements import Check
+from worldtrace.sandboxes.images import ImageDefinition
 
 # Python distributions whose versions matter to the pipeline.
 KEY_PACKAGES = (
@@ -33,8 +39,8 @@ KEY_PACKAGES = (
 )
 # Versions of these are pinned because other versions are known to break (see pyproject.toml).
 PINNED_PACKAGES = ("prefect", "fastapi", "multiprocess")
-DEBIAN_PACKAGES = ("docker.io", "debootstrap", "tmux", "chromium", "e2fsprogs")
-# The project's own top-level packages; the distribution is called "worldtrace".
+CORE_DEBIAN_PACKAGES = ("python3-venv", "docker.io", "debootstrap", "e2fsprogs")
+"""What every run needs: the venv, the Docker engine, the base image builder, capped disks."""
 # What the commands run: importing these imports every layer (flows → curation/publishing →
 # normalizers → collectors → sandboxes → schemas), and the domains come from the registry.
 ENTRY_MODULES = ("worldtrace.flows.pipeline", "worldtrace.exports")
@@ -44,14 +50,16 @@ MIN_FREE_GB = 5.0
 _PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
 
-@dataclass
-class Check:
-    """The outcome of one check: what was checked, whether it passed, and how to fix it."""
+def debian_packages() -> list[str]:
+    """The Debian packages the core and every registered domain need, without repeats."""
+    wanted = list(CORE_DEBIAN_PACKAGES)
+    for collector in registered_collectors():
+        wanted += [p for p in collector.requirements.debian_packages if p not in wanted]
+    return wanted
 
-    name: str
-    ok: bool
-    detail: str
-    fix: str | None
+
+def _images() -> list[ImageDefinition]:
+    return [image for c in registered_collectors() for image in c.requirements.images]
 
 
 def _guarded(name: str, fix: str | None, check: Callable[[], list[Check]]) -> list[Check]:
@@ -131,7 +139,7 @@ def _python_packages() -> list[Check]:
 
 def _debian_packages() -> list[Check]:
     checks = []
-    for package in DEBIAN_PACKAGES:
+    for package in debian_packages():
         name = f"debian package {package}"
         fix = f"make setup  (or `apt-get install {package}` as root)"
         if shutil.which("dpkg-query") is None:
@@ -160,7 +168,7 @@ def _docker_checks() -> list[Check]:
     from worldtrace.sandboxes import docker as sandbox_docker
     from worldtrace.sandboxes import images
 
-    definitions = images.list_definitions()
+    definitions = _images()
     try:
         client = sandbox_docker.docker_client()
         engine = client.version()
@@ -171,7 +179,7 @@ def _docker_checks() -> list[Check]:
         return [
             Check("docker engine", False, detail, fix),
             Check("base image", False, unreachable, fix),
-            *(Check(f"image {name}", False, unreachable, fix) for name in definitions),
+            *(Check(f"image {d.name}", False, unreachable, fix) for d in definitions),
             Check("leaked sandboxes", False, unreachable, fix),
         ]
     checks = [
@@ -192,18 +200,17 @@ def _docker_checks() -> list[Check]:
         return [Check("base image", True, f"{images.BASE_IMAGE} {image.short_id}", None)]
 
     checks += _guarded("base image", build, base)
-    for name in definitions:
+    for definition in definitions:
 
-        def one(name: str = name) -> list[Check]:
-            status = images.image_status(name, client)
-            tag = images.image_tag(name)
-            detail = f"{tag}: {status}"
+        def one(definition: ImageDefinition = definition) -> list[Check]:
+            status = images.image_status(definition, client)
+            detail = f"{definition.tag}: {status}"
             if status == "stale":
                 detail += " (its definition or the base image changed since it was built)"
             ok = status == "current"
-            return [Check(f"image {name}", ok, detail, None if ok else build)]
+            return [Check(f"image {definition.name}", ok, detail, None if ok else build)]
 
-        checks += _guarded(f"image {name}", build, one)
+        checks += _guarded(f"image {definition.name}", build, one)
 
     def leaked() -> list[Check]:
         containers = sandbox_docker.live_sandboxes(client)
@@ -255,17 +262,14 @@ def _sandbox_disks() -> list[Check]:
     ]
 
 
-def _browser() -> list[Check]:
-    from worldtrace.collectors.web.browser import chromium_path, chromium_version
-
-    fix = "make setup  (or `apt-get install chromium`; never `playwright install`)"
-    try:
-        path = chromium_path()
-    except RuntimeError as error:
-        return [Check("web browser", False, str(error), fix)]
-    version = chromium_version()
-    ok = version.startswith("Chromium")
-    return [Check("web browser", ok, f"{version} ({path})", None if ok else fix)]
+def _domain_checks() -> list[Check]:
+    """Each registered domain's own checks (beyond packages and images)."""
+    checks: list[Check] = []
+    for collector in registered_collectors():
+        for check in collector.requirements.checks:
+            name = f"{collector.domain}: {check.__name__}"  # if it raises, name it after itself
+            checks += _guarded(name, "make setup", lambda check=check: [check()])  # type: ignore[misc]
+    return checks
 
 
 def run_checks() -> list[Check]:
@@ -275,7 +279,7 @@ def run_checks() -> list[Check]:
         ("worldtrace", "make setup", _worldtrace),
         ("python packages", "make setup", _python_packages),
         ("debian packages", "make setup", _debian_packages),
-        ("web browser", "make setup", _browser),
+        ("domains", "make setup", _domain_checks),
         ("docker", "make setup", _docker_checks),
         ("sandbox disks", None, _sandbox_disks),
         ("disk space", None, _disk),

@@ -42,7 +42,7 @@ from worldtrace.curation.pipeline import curate
 from worldtrace.flows.collect import collect
 from worldtrace.flows.config import CollectConfig, ConfigError, claim_run
 from worldtrace.publishing.hub import push_to_hub
-from worldtrace.publishing.layout import publish_folder
+from worldtrace.publishing.folder import publish_folder
 
 
 class PublishTarget(BaseModel):

@@ -1,134 +1,83 @@
-"""From raw episode files to transitions: the part every domain shares.
+"""From a raw episode to transitions: the pairing every domain shares.
 
-A domain normalizer says how one raw observation becomes an :class:`Observation` and how a
-recorded action becomes a canonical :class:`Action`. Pairing observations into transitions,
+A domain's :class:`~worldtrace.collectors.base.Renderer` says how one raw observation becomes
+an :class:`Observation` and how a recorded action reads canonically (and how an episode an
+older collector recorded is brought up to date). Pairing observations into transitions,
 filling env/policy/source, rewards and end flags is the same for every domain and lives here.
 Normalization reads only raw files, so it can be re-run at any time without collecting again.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from datetime import datetime
-from pathlib import Path
-from typing import Any, ClassVar
+from worldtrace.collectors.base import Renderer
+from worldtrace.schemas import Episode, RecordError, Source, Timing, Transition, transition_id
+from worldtrace.schemas.raw import MalformedEpisode, RawEpisode
 
-from worldtrace.collectors.recorder import read_episode
-from worldtrace.schemas import (
-    Action,
-    EnvironmentRef,
-    Episode,
-    Observation,
-    PolicyRef,
-    Source,
-    Timing,
-    Transition,
-    transition_id,
-)
-from worldtrace.schemas.records import Record
-
-COLLECTOR_VERSION = "0.1.0"
+UNRECORDED_VERSION = "unrecorded"
+"""``source.collector_version`` of episodes recorded before the version was kept."""
 
 
-class MalformedEpisode(ValueError):
-    """A raw episode file that cannot be turned into records; the message says why."""
+def episode_records(
+    raw: RawEpisode, domain: str, renderer: Renderer, run_id: str, licence: str
+) -> tuple[Episode, list[Transition]]:
+    """Return the episode row and the transitions of one sealed raw episode.
 
-
-class DomainNormalizer(ABC):
-    """How one domain's raw observations and actions become canonical records."""
-
-    domain: ClassVar[str]
-
-    @abstractmethod
-    def observation(self, raw: dict[str, Any]) -> Observation:
-        """Return the canonical observation for a raw observation."""
-
-    def action(self, raw: dict[str, Any]) -> Action:
-        """Return the canonical action for a recorded action (default: as recorded)."""
-        return Action.parse(raw)  # type: ignore[return-value]
-
-    def normalize_episode(
-        self, path: Path, run_id: str, licence: str
-    ) -> tuple[Episode, list[Transition]]:
-        """Read one sealed raw episode and return its episode row and transitions."""
-        events = list(read_episode(path))
-        if not events or events[0].get("type") != "start":
-            raise MalformedEpisode(f"{path.name}: no start line")
-        if events[-1].get("type") != "end":
-            raise MalformedEpisode(f"{path.name}: no end line (not a sealed episode)")
-        start, end = events[0], events[-1]
-        steps = [event for event in events if event.get("type") == "step"]
-        env = EnvironmentRef.parse(start["env"]) if start.get("env") else None
-        policy = PolicyRef.parse(start["policy"])
-        transitions = self._transitions(start, end, steps, env, policy, licence)
-        episode = Episode.parse(
-            {
-                "episode_id": start["episode_id"],
-                "run_id": run_id,
-                "domain": self.domain,
-                "env": env,
-                "policy": policy,
-                "task": start.get("task"),
-                "seed": start["seed"],
-                "status": end["status"],
-                "length": len(transitions),
-                "total_reward": sum(t.reward for t in transitions),
-                "started_at": start["started_at"],
-                "ended_at": end["ended_at"],
-                "error": end.get("error"),
-            }
+    Raises :class:`MalformedEpisode` (or :class:`RecordError`) when the episode cannot make
+    valid records; the caller quarantines it.
+    """
+    raw = renderer.upgrade(raw)
+    start, end = raw.start, raw.end
+    if raw.steps and start.env is None:
+        raise MalformedEpisode(f"{start.episode_id}: steps recorded without an env")
+    version = start.collector_version or UNRECORDED_VERSION
+    source = Source(origin="collected", collector_version=version, licence=licence)
+    transitions: list[Transition] = []
+    observation = renderer.observation(start.observation or {}) if raw.steps else None
+    for position, step in enumerate(raw.steps):
+        is_last = position == len(raw.steps) - 1
+        next_observation = renderer.observation(step.observation)
+        reward = step.reward + ((end.reward or 0.0) if is_last else 0.0)
+        transitions.append(
+            Transition.parse(
+                {
+                    "id": transition_id(start.episode_id, step.step),
+                    "episode_id": start.episode_id,
+                    "step": step.step,
+                    "domain": domain,
+                    "env": start.env,
+                    "task": start.task,
+                    "policy": start.policy,
+                    "observation": observation,
+                    "action": renderer.action(step.action),
+                    "next_observation": next_observation,
+                    "action_error": step.error,
+                    "reward": reward,
+                    "terminated": step.terminated or (is_last and end.status == "completed"),
+                    "truncated": step.truncated or (is_last and end.status == "truncated"),
+                    "timing": Timing(started_at=step.started_at, step_latency_s=step.latency_s),
+                    "source": source,
+                }
+            )  # type: ignore[arg-type]
         )
-        return episode, transitions  # type: ignore[return-value]
-
-    def _transitions(
-        self,
-        start: dict[str, Any],
-        end: dict[str, Any],
-        steps: list[dict[str, Any]],
-        env: EnvironmentRef | None,
-        policy: PolicyRef,
-        licence: str,
-    ) -> list[Transition]:
-        if steps and env is None:
-            raise MalformedEpisode(f"{start['episode_id']}: steps recorded without an env")
-        source = Source(origin="collected", collector_version=COLLECTOR_VERSION, licence=licence)
-        observation = self.observation(start["observation"]) if steps else None
-        transitions: list[Transition] = []
-        for position, event in enumerate(steps):
-            is_last = position == len(steps) - 1
-            next_observation = self.observation(event["observation"])
-            reward = float(event.get("reward") or 0.0)
-            if is_last and end.get("reward") is not None:
-                reward += float(end["reward"])
-            transitions.append(
-                _build(
-                    Transition,
-                    id=transition_id(start["episode_id"], event["step"]),
-                    episode_id=start["episode_id"],
-                    step=event["step"],
-                    domain=self.domain,
-                    env=env,
-                    task=start.get("task"),
-                    policy=policy,
-                    observation=observation,
-                    action=self.action(event["action"]),
-                    next_observation=next_observation,
-                    action_error=event.get("error"),
-                    reward=reward,
-                    terminated=bool(event.get("terminated"))
-                    or (is_last and end["status"] == "completed"),
-                    truncated=bool(event.get("truncated"))
-                    or (is_last and end["status"] == "truncated"),
-                    timing=Timing(
-                        started_at=datetime.fromisoformat(event["started_at"]),
-                        step_latency_s=event["latency_s"],
-                    ),
-                    source=source,
-                )
-            )
-            observation = next_observation
-        return transitions
+        observation = next_observation
+    episode = Episode.parse(
+        {
+            "episode_id": start.episode_id,
+            "run_id": run_id,
+            "domain": domain,
+            "env": start.env,
+            "policy": start.policy,
+            "task": start.task,
+            "seed": start.seed,
+            "status": end.status,
+            "length": len(transitions),
+            "total_reward": sum(t.reward for t in transitions),
+            "started_at": start.started_at,
+            "ended_at": end.ended_at,
+            "error": end.error,
+        }
+    )
+    return episode, transitions  # type: ignore[return-value]
 
 
-def _build(model: type[Record], **fields: Any) -> Any:
-    return model.parse(fields)
+__all__ = ["MalformedEpisode", "RecordError", "episode_records"]

@@ -1,13 +1,14 @@
 """Normalize a whole run directory: sealed raw episodes → transition shards + episodes table.
 
-Output, beside the raw data::
+Output, beside the raw data (:class:`worldtrace.schemas.layouts.RunLayout`)::
 
     transitions/<domain>/part-NNNNN.parquet   the transitions, shared schema
     episodes.parquet                          one row per sealed episode
     quarantine.jsonl                          raw episodes that could not be normalized, and why
 
 The outputs are rebuilt from the raw files every time (into a temporary folder, then swapped
-in), so normalizing again is safe and gives the same rows.
+in), so normalizing again is safe and gives the same rows. The domain's renderer comes from
+the collector registry.
 """
 
 from __future__ import annotations
@@ -15,16 +16,17 @@ from __future__ import annotations
 import json
 import shutil
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from worldtrace.normalizers.base import DomainNormalizer, MalformedEpisode
+from worldtrace.collectors.registry import get_collector
+from worldtrace.normalizers.base import episode_records
 from worldtrace.normalizers.shards import ShardWriter
 from worldtrace.schemas import Episode, RecordError, Transition, to_table
+from worldtrace.schemas.layouts import RunLayout
+from worldtrace.schemas.raw import MalformedEpisode, read_raw_episode
 
-ENTRY_POINT_GROUP = "worldtrace.normalizers"
 DEFAULT_LICENCE = "cc-by-4.0"
 
 
@@ -38,37 +40,26 @@ class NormalizeReport:
     quarantined: list[dict[str, str]] = field(default_factory=list)
 
 
-def get_normalizer(domain: str) -> DomainNormalizer:
-    """Return the registered normalizer of ``domain``."""
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name == domain:
-            return ep.load()()
-    known = ", ".join(sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)))
-    raise LookupError(f"no normalizer for domain {domain!r} (available: {known or 'none'})")
-
-
 def normalize_run(run_dir: Path, rows_per_shard: int = 50_000) -> NormalizeReport:
     """Rebuild the transitions, episodes table and quarantine of ``run_dir`` from raw files."""
-    run_dir = Path(run_dir)
-    manifest = run_dir / "run.json"
-    if not manifest.exists():
-        raise FileNotFoundError(f"{run_dir} is not a run directory (no run.json)")
-    config = json.loads(manifest.read_text())["config"]
+    layout = RunLayout(Path(run_dir))
+    config = layout.read_manifest().config
     domain, run_id = config["domain"], config["run_name"]
     licence = config.get("licence", DEFAULT_LICENCE)
-    normalizer = get_normalizer(domain)
+    renderer = get_collector(domain).renderer()
 
-    staging = run_dir / ".normalize-tmp"
+    staging = layout.root / ".normalize-tmp"
     shutil.rmtree(staging, ignore_errors=True)
     report = NormalizeReport()
     episodes: list[Episode] = []
     with ShardWriter(staging / "transitions" / domain, Transition, rows_per_shard) as out:
-        for path in sorted((run_dir / "raw" / "episodes").glob("*.jsonl")):
+        for path in sorted(layout.sealed.glob("*.jsonl")):
             try:
-                episode, transitions = normalizer.normalize_episode(path, run_id, licence)
+                raw = read_raw_episode(path)
+                episode, transitions = episode_records(raw, domain, renderer, run_id, licence)
             except (MalformedEpisode, RecordError, ValueError, KeyError, TypeError) as error:
                 report.quarantined.append(
-                    {"file": str(path.relative_to(run_dir)), "reason": _reason(error)}
+                    {"file": str(path.relative_to(layout.root)), "reason": _reason(error)}
                 )
                 continue
             out.write(transitions)  # type: ignore[arg-type]
@@ -79,8 +70,8 @@ def normalize_run(run_dir: Path, rows_per_shard: int = 50_000) -> NormalizeRepor
     with open(staging / "quarantine.jsonl", "w", encoding="utf-8") as handle:
         for item in report.quarantined:
             handle.write(json.dumps(item) + "\n")
-    _swap_in(staging, run_dir)
-    report.shards = sorted((run_dir / "transitions" / domain).glob("*.parquet"))
+    _swap_in(staging, layout)
+    report.shards = sorted((layout.transitions / domain).glob("*.parquet"))
     return report
 
 
@@ -90,12 +81,11 @@ def _reason(error: Exception) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def _swap_in(staging: Path, run_dir: Path) -> None:
-    for name in ("transitions", "episodes.parquet", "quarantine.jsonl"):
-        target = run_dir / name
+def _swap_in(staging: Path, layout: RunLayout) -> None:
+    for target in (layout.transitions, layout.episodes_table, layout.quarantine):
         if target.is_dir():
             shutil.rmtree(target)
         elif target.exists():
             target.unlink()
-        (staging / name).rename(target)
+        (staging / target.name).rename(target)
     shutil.rmtree(staging)

@@ -1,8 +1,8 @@
 """Publishing: the Hub-layout folder, its dataset card, the upload, and inspection helpers."""
 
 from worldtrace.publishing.card import render_card
+from worldtrace.publishing.folder import PublishError, PublishReport, publish_folder
 from worldtrace.publishing.inspect import render, scan, summarize
-from worldtrace.publishing.layout import PublishError, PublishReport, publish_folder
 
 __all__ = [
     "PublishError",

@@ -5,21 +5,28 @@ Input, a *corpus* folder::
     transitions/<domain>/*.parquet   Transition rows
     episodes.parquet                 Episode rows (optional)
     stats.json                       curation statistics (optional)
+    corpus.json                      written by `worldtrace curate` when it finished
 
-Output, the Hub layout::
+Output, the Hub layout (paths in :class:`worldtrace.schemas.layouts.PublishedLayout`)::
 
     README.md                                      dataset card with one config per domain + all
-    data/<domain>/train-XXXXX-of-YYYYY.parquet     Transition rows, ~shard_size_mb per shard
+    data/<domain>/train-XXXXX-of-YYYYY-<sha>.parquet
+                                                   Transition rows, ~shard_size_mb per shard;
+                                                   <sha> is the start of the shard's sha256
     meta/episodes.parquet                          Episode rows, length = rows published
                                                    (empty table when none were given)
     meta/environments.json                         every environment version, with row counts
-    meta/schema.json                               schema version and Arrow schema
+    meta/schema.json                               schema and layout versions, Arrow schema
     meta/curation_stats.json                       the corpus stats.json, when present
     meta/manifest.json                             sha256 and size of every other file
 
 Everything is written into a temporary folder beside ``dest``, validated, then swapped in, so
 a publish killed midway leaves ``dest`` as it was and a re-run completes without duplicates.
 The output is deterministic: publishing the same corpus twice gives byte-identical files.
+
+The content hash in each shard's name makes a republished folder with other rows a new
+dataset to ``datasets``, whose cache is keyed by a local folder's name and its data files'
+paths: without it, ``load_dataset`` returned the rows of the folder's previous version.
 """
 
 from __future__ import annotations
@@ -42,9 +49,13 @@ import pyarrow.parquet as pq
 from worldtrace.publishing.card import ALL_CONFIG, render_card
 from worldtrace.publishing.inspect import arrow_row_stats, summarize_stats
 from worldtrace.schemas import SCHEMA_VERSION, Episode, Transition, arrow_schema_of
+from worldtrace.schemas.errors import InputError
+from worldtrace.schemas.layouts import LAYOUT_VERSION, CorpusLayout
 
 MANIFEST = "meta/manifest.json"
 SCHEMA_FILE = "meta/schema.json"
+FINGERPRINT_CHARS = 12
+"""Hex digits of a shard's sha256 kept in its name."""
 # Large row groups: 1,024-row groups made writing 1.6x slower than pyarrow's default
 # (benchmarks/publish.py). A shard may overshoot its size target by one batch.
 ROWS_PER_ROW_GROUP = 16_384
@@ -52,7 +63,7 @@ _TEMP_MARK = ".publishing-"
 _OLD_MARK = ".replaced-"
 
 
-class PublishError(RuntimeError):
+class PublishError(InputError, RuntimeError):
     """The corpus cannot be published as it is; the message says why."""
 
 
@@ -80,6 +91,7 @@ def schema_document() -> dict[str, Any]:
     schema = arrow_schema_of(Transition)
     return {
         "schema_version": SCHEMA_VERSION,
+        "layout_version": LAYOUT_VERSION,
         "record": "Transition",
         "arrow_schema_sha256": schema_fingerprint(schema),
         "arrow_schema": schema.remove_metadata().to_string().splitlines(),
@@ -125,15 +137,16 @@ class _DomainShards:
             self._sink.close()
             self._writer, self._sink = None, None
 
-    def finish(self) -> list[str]:
-        """Close the last shard and give every shard its final ``train-i-of-n`` name."""
+    def finish(self) -> dict[str, str]:
+        """Close the last shard, name every shard ``train-i-of-n-<sha>``; return names → sha256."""
         self.close()
         total = len(self.parts)
-        names = []
+        names = {}
         for index, part in enumerate(self.parts):
-            name = f"train-{index:05d}-of-{total:05d}.parquet"
+            digest = file_sha256(part)
+            name = f"train-{index:05d}-of-{total:05d}-{digest[:FINGERPRINT_CHARS]}.parquet"
             part.rename(self.folder / name)
-            names.append(name)
+            names[name] = digest
         return names
 
 
@@ -161,6 +174,8 @@ class _Written:
     shards: dict[str, list[str]]
     rows: dict[str, int]
     stats: pa.Table
+    digests: dict[str, str]
+    """sha256 of every shard written, by its path in the folder (for the manifest)."""
 
 
 def _read_corpus(files: list[Path], schema: pa.Schema) -> Iterator[tuple[pa.Table, pa.Table]]:
@@ -196,9 +211,15 @@ def _write_transitions(corpus_dir: Path, out: Path, limit: int) -> _Written:
         stats.append(row_stats)
     if not stats:
         raise PublishError(f"{corpus_dir}: the transition files hold no rows")
-    shards = {domain: writers[domain].finish() for domain in sorted(writers)}
+    digests = {domain: writers[domain].finish() for domain in sorted(writers)}
+    shards = {domain: sorted(names) for domain, names in digests.items()}
+    known = {
+        f"data/{domain}/{name}": digest
+        for domain, names in digests.items()
+        for name, digest in names.items()
+    }
     rows = {domain: writers[domain].rows for domain in sorted(writers)}
-    return _Written(shards, rows, pa.concat_tables(stats))
+    return _Written(shards, rows, pa.concat_tables(stats), known)
 
 
 def _write_episodes(corpus_dir: Path, out: Path, stats: pa.Table) -> int:
@@ -245,14 +266,20 @@ def _environments(summary: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def manifest_of(folder: Path) -> dict[str, dict[str, Any]]:
-    """Return ``{relative path: {"sha256", "size"}}`` for every file except the manifest."""
+def manifest_of(
+    folder: Path, known: dict[str, str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Return ``{relative path: {"sha256", "size"}}`` for every file except the manifest.
+
+    ``known`` gives digests already computed (the shards'), which are not read again.
+    """
     entries = {}
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         relative = path.relative_to(folder).as_posix()
         if relative == MANIFEST:
             continue
-        entries[relative] = {"sha256": file_sha256(path), "size": path.stat().st_size}
+        digest = (known or {}).get(relative) or file_sha256(path)
+        entries[relative] = {"sha256": digest, "size": path.stat().st_size}
     return entries
 
 
@@ -340,11 +367,6 @@ def _decode_first_row(shard: Path, features: Any) -> None:
         raise PublishError(f"{shard}: first row does not decode: {error!r}") from None
 
 
-def is_curated(corpus_dir: Path) -> bool:
-    """Whether ``worldtrace curate`` finished this folder (it writes ``stats.json`` last)."""
-    return (Path(corpus_dir) / "stats.json").is_file()
-
-
 def _swap_in(temp: Path, dest: Path) -> None:
     old = dest.parent / f".{dest.name}{_OLD_MARK}{os.getpid()}"
     if dest.exists():
@@ -376,7 +398,7 @@ def publish_folder(
     replaces ``dest`` (see :func:`validate_folder`); leftovers of a killed earlier run are
     removed first.
 
-    A folder that ``worldtrace curate`` did not finish (no ``stats.json``: a run directory, a
+    A folder that ``worldtrace curate`` did not finish (no ``corpus.json``: a run directory, a
     half-curated corpus) is refused with a :class:`PublishError`, because nothing in it was
     deduplicated or scrubbed of secrets; ``uncurated=True`` publishes it anyway and the card
     says that it was not curated.
@@ -384,10 +406,10 @@ def publish_folder(
     corpus_dir, dest = Path(corpus_dir), Path(dest)
     if shard_size_mb <= 0:
         raise ValueError("shard_size_mb must be positive")
-    curated = is_curated(corpus_dir)
+    curated = CorpusLayout(corpus_dir).is_curated()
     if not curated and not uncurated:
         raise PublishError(
-            f"{corpus_dir} was not curated (no stats.json from `worldtrace curate`): nothing in "
+            f"{corpus_dir} was not curated (no corpus.json from `worldtrace curate`): nothing in "
             "it was deduplicated or scrubbed of secrets. Curate it first (`worldtrace curate "
             f"{corpus_dir} --out CORPUS`), or pass --uncurated to publish it as it is; the "
             "dataset card will say it was not curated"
@@ -410,7 +432,7 @@ def publish_folder(
             shutil.copyfile(stats, temp / "meta" / "curation_stats.json")
         card = render_card(summary, licence=licence, name=name, curated=curated)
         (temp / "README.md").write_text(card)
-        _write_json(temp / MANIFEST, manifest_of(temp))
+        _write_json(temp / MANIFEST, manifest_of(temp, written.digests))
         validate_folder(temp, rows, full=full_validation)
         _swap_in(temp, dest)
     except BaseException:

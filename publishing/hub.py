@@ -25,7 +25,8 @@ from huggingface_hub import HfApi
 from huggingface_hub.hf_api import RepoFile
 from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
-from worldtrace.publishing.layout import MANIFEST, SCHEMA_FILE, file_sha256
+from worldtrace.publishing.folder import MANIFEST, SCHEMA_FILE, file_sha256
+from worldtrace.schemas.errors import InputError
 
 REPO_TYPE = "dataset"
 MANAGED_PREFIXES = ("data/", "meta/")
@@ -33,7 +34,7 @@ MANAGED_PREFIXES = ("data/", "meta/")
 logger = logging.getLogger(__name__)
 
 
-class SchemaMismatchError(RuntimeError):
+class SchemaMismatchError(InputError, RuntimeError):
     """The repository already holds a corpus with another schema (use ``force`` to overwrite)."""
 
 

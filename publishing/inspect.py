@@ -18,6 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from rich.table import Table
 
+from worldtrace.schemas.layouts import transition_glob
+
 QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99)
 
 
@@ -29,14 +31,7 @@ def parquet_glob(path: str) -> str:
     local = Path(path)
     if local.is_file():
         return str(local)
-    if (local / "data").is_dir():
-        return str(local / "data" / "*" / "*.parquet")
-    if (local / "transitions").is_dir():
-        return str(local / "transitions" / "*" / "*.parquet")
-    raise FileNotFoundError(
-        f"{path}: neither a corpus folder (transitions/<domain>/) "
-        "nor a published folder (data/<domain>/)"
-    )
+    return transition_glob(local)
 
 
 def _is_image_struct(dtype: pl.DataType) -> bool:

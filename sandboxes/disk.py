@@ -21,11 +21,13 @@ import socket
 import subprocess
 from pathlib import Path
 
+from worldtrace.schemas.errors import SetupError
+
 DISK_ROOT_ENV = "WORLDTRACE_DISK_DIR"
 DEFAULT_DISK_ROOT = Path("/var/lib/worldtrace/disks")
 
 
-class DiskError(RuntimeError):
+class DiskError(SetupError, RuntimeError):
     """A disk could not be made or released; the message says what to fix."""
 
 

@@ -20,6 +20,7 @@ import atexit
 import contextlib
 import contextvars
 import io
+import json
 import os
 import select
 import shlex
@@ -43,6 +44,7 @@ from docker.types import Mount
 from pydantic import BaseModel, ConfigDict, Field
 
 from worldtrace.sandboxes.disk import DiskError, SandboxDisk, collect_orphans
+from worldtrace.schemas.errors import SetupError
 
 LABEL = "worldtrace.sandbox"
 OWNER_PID_LABEL = "worldtrace.owner_pid"
@@ -53,7 +55,7 @@ WRITABLE_LABEL = "worldtrace.writable"
 DEFAULT_WRITABLE = ("/tmp",)
 
 
-class SandboxError(RuntimeError):
+class SandboxError(SetupError, RuntimeError):
     """An infrastructure failure: no engine, a missing image, a container that died."""
 
 
@@ -130,6 +132,8 @@ def writable_paths(image: Image) -> tuple[str, ...]:
 
 _seeds_by_image: dict[str, dict[str, bytes]] = {}
 _seeds_lock = threading.Lock()
+_versions_by_image: dict[str, dict[str, str]] = {}
+_versions_lock = threading.Lock()
 
 
 def _image_seeds(client: docker.DockerClient, image: Image) -> dict[str, bytes]:
@@ -485,6 +489,33 @@ class DockerSandbox:
             _add_file(archive, os.path.basename(path), data, mode)
         if not self.container.put_archive(os.path.dirname(path) or "/", buffer.getvalue()):
             raise SandboxError(f"could not copy a file to {path}")
+
+    def image_versions(self, probe: list[str]) -> dict[str, str]:
+        """Return the versions ``probe`` prints in this sandbox, asked once per image.
+
+        An image's packages never change, so the answer is kept per image id and every later
+        sandbox of the image gets it without a process start. ``probe`` prints a JSON object
+        or ``name=version`` lines.
+        """
+        image_id = self.image_id
+        with _versions_lock:
+            known = _versions_by_image.get(image_id)
+        if known is not None:
+            return dict(known)
+        result = self.exec(probe, timeout=30)
+        if result.exit_code != 0:
+            raise SandboxError(
+                f"version probe {shlex.join(probe)} failed (exit {result.exit_code}): "
+                f"{result.stderr.decode(errors='replace')[-500:]}"
+            )
+        try:
+            parsed = json.loads(result.text)
+        except ValueError:
+            parsed = dict(line.split("=", 1) for line in result.text.splitlines() if "=" in line)
+        versions = {str(key): str(value) for key, value in parsed.items()}
+        with _versions_lock:
+            _versions_by_image[image_id] = versions
+        return dict(versions)
 
     def get_file(self, path: str) -> bytes:
         """Return the contents of the file at ``path`` inside the container."""

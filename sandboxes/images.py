@@ -2,15 +2,17 @@
 
 Nothing is pulled from a container registry (there is none we can reach). The base image is a
 ``debootstrap --variant=minbase`` root filesystem imported as :data:`BASE_IMAGE`; every other
-image is a folder ``sandboxes/images/<name>/`` holding a Dockerfile that starts with
-``ARG BASE`` / ``FROM ${BASE}`` plus the files it copies.
+image is an :class:`ImageDefinition`: a folder (kept in the package of the domain that uses
+it) holding a Dockerfile that starts with ``ARG BASE`` / ``FROM ${BASE}`` plus the files it
+copies.
 
 Builds are idempotent. Each image carries the label ``worldtrace.definition``: a hash of its
 folder and of the base image id. An image whose label matches the current hash is left alone,
 so ``make setup`` costs a fraction of a second once everything is built, and editing a file
 in a definition (or rebuilding the base) is enough to get the image rebuilt.
 
-Run ``python -m worldtrace.sandboxes.images`` to build whatever is missing or stale.
+``worldtrace sandboxes build`` builds whatever the registered domains need that is missing or
+stale.
 """
 
 from __future__ import annotations
@@ -22,11 +24,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -38,9 +40,6 @@ from worldtrace.sandboxes.docker import SandboxError, docker_client
 
 BASE_IMAGE = "worldtrace/base:bookworm"
 BASE_SUITE = "bookworm"
-DEFINITIONS = Path(__file__).parent / "images"
-"""Folder holding one sub-folder per image definition (tests point it elsewhere)."""
-
 DEFINITION_LABEL = "worldtrace.definition"
 IMAGE_LABEL = "worldtrace.image"
 
@@ -57,24 +56,29 @@ Progress = Callable[[str], None]
 Status = Literal["missing", "stale", "current"]
 
 
-def image_tag(name: str) -> str:
-    """Return the tag of the image built from definition ``name``."""
-    return f"worldtrace/{name}:latest"
+@dataclass(frozen=True)
+class ImageDefinition:
+    """A sandbox image: a folder holding its Dockerfile and the files the Dockerfile copies.
 
+    Domains keep their definitions in their own package and declare them in their
+    requirements; the image is tagged ``worldtrace/<name>:latest``.
+    """
 
-def list_definitions() -> list[str]:
-    """Return the names of all image definitions (folders holding a Dockerfile), sorted."""
-    if not DEFINITIONS.is_dir():
-        return []
-    return sorted(p.name for p in DEFINITIONS.iterdir() if (p / "Dockerfile").is_file())
+    name: str
+    folder: Path
 
+    @property
+    def tag(self) -> str:
+        """The tag of the image built from this definition."""
+        return f"worldtrace/{self.name}:latest"
 
-def _definition_dir(name: str) -> Path:
-    folder = DEFINITIONS / name
-    if not (folder / "Dockerfile").is_file():
-        known = ", ".join(list_definitions()) or "none"
-        raise SandboxError(f"no image definition {name!r} in {DEFINITIONS} (known: {known})")
-    return folder
+    @classmethod
+    def in_folder(cls, folder: Path) -> ImageDefinition:
+        """The definition in ``folder``, named after it; the folder must hold a Dockerfile."""
+        folder = Path(folder)
+        if not (folder / "Dockerfile").is_file():
+            raise SandboxError(f"{folder} holds no Dockerfile: not an image definition")
+        return cls(folder.name, folder)
 
 
 def _definition_files(folder: Path) -> list[Path]:
@@ -97,7 +101,9 @@ def _base_image_id(client: docker.DockerClient) -> str | None:
 
 
 def definition_hash(
-    name: str, client: docker.DockerClient | None = None, base_id: str | None = None
+    definition: ImageDefinition,
+    client: docker.DockerClient | None = None,
+    base_id: str | None = None,
 ) -> str:
     """Return the sha256 of definition ``name``: its files' relative paths and contents + base id.
 
@@ -105,7 +111,7 @@ def definition_hash(
     empty string if the base image is missing, which makes any existing image stale). The
     executable bit is hashed too, because ``COPY`` keeps it and it changes the image.
     """
-    folder = _definition_dir(name)
+    folder = definition.folder
     if base_id is None:
         base_id = _base_image_id(client or docker_client()) or ""
     digest = hashlib.sha256()
@@ -128,14 +134,14 @@ def _get_image(client: docker.DockerClient, tag: str) -> Image | None:
         return None
 
 
-def image_status(name: str, client: docker.DockerClient | None = None) -> Status:
+def image_status(definition: ImageDefinition, client: docker.DockerClient | None = None) -> Status:
     """Say whether the image of definition ``name`` is ``missing``, ``stale`` or ``current``."""
     client = client or docker_client()
-    image = _get_image(client, image_tag(name))
+    image = _get_image(client, definition.tag)
     if image is None:
         return "missing"
     labels = image.labels or {}
-    if labels.get(DEFINITION_LABEL) != definition_hash(name, client):
+    if labels.get(DEFINITION_LABEL) != definition_hash(definition, client):
         return "stale"
     return "current"
 
@@ -342,18 +348,18 @@ def ensure_base_image(
 
 
 def _build(
-    name: str, client: docker.DockerClient, definition: str, progress: Progress | None
+    definition: ImageDefinition, client: docker.DockerClient, digest: str, progress: Progress | None
 ) -> str:
-    """Build definition ``name`` labelled with ``definition``; return the new image id."""
+    """Build ``definition`` labelled with its ``digest``; return the new image id."""
     tail: deque[str] = deque(maxlen=30)
     image_id = None
     # The low-level API streams the log as the build runs; images.build() only returns it
     # at the end, which would leave a long apt-get step silent.
     stream = client.api.build(
-        path=str(_definition_dir(name)),
-        tag=image_tag(name),
+        path=str(definition.folder),
+        tag=definition.tag,
         network_mode="host",  # --bridge=none: host networking is the only way to apt/pip
-        labels={DEFINITION_LABEL: definition, IMAGE_LABEL: name},
+        labels={DEFINITION_LABEL: digest, IMAGE_LABEL: definition.name},
         buildargs={"BASE": BASE_IMAGE},
         rm=True,
         forcerm=True,  # remove intermediate containers of failed steps too
@@ -366,7 +372,7 @@ def _build(
                 message = chunk.get("error") or chunk["errorDetail"].get("message", "")
                 log = "\n".join(tail)
                 raise SandboxError(
-                    f"building {image_tag(name)} failed: {message.strip()}\n"
+                    f"building {definition.tag} failed: {message.strip()}\n"
                     f"last build output:\n{log}"
                 )
             if "stream" in chunk:
@@ -378,12 +384,12 @@ def _build(
             if "aux" in chunk and "ID" in chunk["aux"]:
                 image_id = chunk["aux"]["ID"]
     except docker.errors.APIError as error:
-        raise SandboxError(f"building {image_tag(name)} failed: {error}") from None
+        raise SandboxError(f"building {definition.tag} failed: {error}") from None
     if image_id is None:
-        image = _get_image(client, image_tag(name))
+        image = _get_image(client, definition.tag)
         if image is None:
             raise SandboxError(
-                f"build of {image_tag(name)} produced no image; last output:\n" + "\n".join(tail)
+                f"build of {definition.tag} produced no image; last output:\n" + "\n".join(tail)
             )
         image_id = image.id
     return image_id
@@ -400,12 +406,12 @@ def _remove_if_dangling(client: docker.DockerClient, image_id: str) -> None:
 
 
 def ensure_image(
-    name: str,
+    definition: ImageDefinition,
     client: docker.DockerClient | None = None,
     force: bool = False,
     progress: Progress | None = None,
 ) -> str:
-    """Return the id of the image of definition ``name``, building it if missing or stale.
+    """Return the id of ``definition``'s image, building it if missing or stale.
 
     An existing image whose ``worldtrace.definition`` label equals :func:`definition_hash` is
     reused as is; ``force`` rebuilds anyway. The base image is ensured first because the
@@ -414,14 +420,14 @@ def ensure_image(
     """
     client = client or docker_client()
     base_id = ensure_base_image(client, progress)
-    tag = image_tag(name)
-    definition = definition_hash(name, base_id=base_id)
+    tag = definition.tag
+    digest = definition_hash(definition, base_id=base_id)
 
     def reusable() -> Image | None:
         image = _get_image(client, tag)
         if image is None or force:
             return None
-        return image if (image.labels or {}).get(DEFINITION_LABEL) == definition else None
+        return image if (image.labels or {}).get(DEFINITION_LABEL) == digest else None
 
     if (image := reusable()) is not None:
         return image.id
@@ -432,64 +438,42 @@ def ensure_image(
         current = _get_image(client, tag)
         if progress:
             progress(f"building {tag} ({'rebuild' if current else 'new'})")
-        image_id = _build(name, client, definition, progress)
+        image_id = _build(definition, client, digest, progress)
         if current is not None and current.id != image_id:
             _remove_if_dangling(client, current.id)
         return image_id
 
 
-def build_all(
+def build_images(
+    definitions: list[ImageDefinition],
     client: docker.DockerClient | None = None,
     force: bool = False,
-    progress: Progress | None = None,
+    say: Progress | None = None,
+    log: Progress | None = None,
 ) -> dict[str, str]:
     """Ensure the base image and every definition's image; return ``{name: image id}``.
 
-    The base image appears under the key ``"base"``. ``force`` rebuilds the definitions (not
-    the base, which only changes when it is deleted: debootstrap takes its packages from the
-    mirror, so a rebuild would not be reproducible anyway).
+    ``say`` gets one line per image (present, or built and how long it took); ``log`` gets
+    the build output. The base image appears under the key ``"base"``. ``force`` rebuilds the
+    definitions (not the base, which only changes when it is deleted: debootstrap takes its
+    packages from the mirror, so a rebuild would not be reproducible anyway).
     """
     client = client or docker_client()
-    built = {"base": ensure_base_image(client, progress)}
-    for name in list_definitions():
-        built[name] = ensure_image(name, client, force=force, progress=progress)
+    tell = say or (lambda line: None)
+    had_base = _base_image_id(client) is not None
+    if not had_base:
+        tell(f"base image {BASE_IMAGE}: missing, building (about a minute)")
+    built = {"base": ensure_base_image(client, log)}
+    tell(f"base image {BASE_IMAGE}: {'present' if had_base else 'built'} {built['base'][7:19]}")
+    for definition in definitions:
+        status = image_status(definition, client)
+        if status == "current" and not force:
+            built[definition.name] = ensure_image(definition, client, progress=log)
+            tell(f"image {definition.tag}: current {built[definition.name][7:19]}")
+            continue
+        tell(f"image {definition.tag}: {status}, building")
+        started = time.monotonic()
+        built[definition.name] = ensure_image(definition, client, force=force, progress=log)
+        took = time.monotonic() - started
+        tell(f"image {definition.tag}: built {built[definition.name][7:19]} in {took:.0f}s")
     return built
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Build the base image and every missing or stale image, printing one line per image."""
-    args = sys.argv[1:] if argv is None else argv
-    force = "--force" in args
-    verbose = "--verbose" in args or "-v" in args
-    try:
-        client = docker_client()
-        before = {name: image_status(name, client) for name in list_definitions()}
-        had_base = _base_image_id(client) is not None
-
-        def log(line: str) -> None:
-            # Dockerfile steps are enough to follow a long build; --verbose shows everything.
-            if verbose or line.startswith(("Step ", "debootstrap", BASE_IMAGE)):
-                print(f"  {line}", flush=True)
-
-        if not had_base:
-            print(f"base image {BASE_IMAGE}: missing, building (about a minute)", flush=True)
-        base_id = ensure_base_image(client, log)
-        print(f"base image {BASE_IMAGE}: {'present' if had_base else 'built'} {base_id[7:19]}")
-        for name, status in before.items():
-            if status == "current" and not force:
-                image_id = ensure_image(name, client, progress=log)
-                print(f"image {image_tag(name)}: current {image_id[7:19]}")
-                continue
-            print(f"image {image_tag(name)}: {status}, building", flush=True)
-            started = time.monotonic()
-            image_id = ensure_image(name, client, force=force, progress=log)
-            took = time.monotonic() - started
-            print(f"image {image_tag(name)}: built {image_id[7:19]} in {took:.0f}s", flush=True)
-    except SandboxError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -19,12 +19,14 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+from worldtrace.schemas.errors import SetupError
+
 T = TypeVar("T")
 
 CLONE_NEWNET = 0x40000000
 
 
-class NamespaceError(RuntimeError):
+class NamespaceError(SetupError, RuntimeError):
     """A network namespace that cannot be opened or joined; the message says why."""
 
 

@@ -1,7 +1,8 @@
-"""Real third-party web applications for the web collector, one fresh container per episode.
+"""Web applications served from sandboxes for a browser, one fresh container per episode.
 
-Each site is an image ``worldtrace/site-<name>`` (folders ``sandboxes/images/site-<name>/``)
-holding an application installed from a public registry and its seeded data. An episode calls
+A :class:`SiteDefinition` says how to serve one: its image (an application installed from a
+public registry and its seeded data; the web domain defines its sites and their images in
+``collectors/web/sites/``), the server's command and what the start page shows. An episode calls
 :func:`start_site`, which starts a *new* container from that image: the seeded data lives in
 the image, so a new container is the reset, and nothing an earlier episode wrote survives.
 
@@ -17,20 +18,9 @@ inside its namespace (:meth:`RunningSite.connect`): startup waits until the star
 answers 200 with the site's own text that way, and fails with the server's log tail
 otherwise.
 
-Sites:
-
-* ``trac``: Trac 1.6 (PyPI): the issue tracker and wiki of "Skylark", a photo gallery
-  project; anonymous visitors may create and modify tickets and wiki pages.
-* ``datasette``: Datasette 0.65 (PyPI): the "Riverside Public Library" SQLite database with
-  full-text search over books and reviews, and writable canned queries (forms) that add a
-  review or mark a loan returned.
-* ``tiddlywiki``: TiddlyWiki 5.3 (npm) on Node.js: a household notebook (recipes, garden,
-  tasks) editable in the browser and saved to ``.tid`` files by the server.
-
 ``RunningSite.read_data`` reads the application's real stored data for tests and task checks:
-SQL for ``trac`` and ``datasette`` (run read-only inside the container against the app's own
-SQLite file), and a TiddlyWiki filter expression for ``tiddlywiki`` (run by TiddlyWiki itself
-over the wiki folder on disk).
+SQL run read-only inside the container against the app's own SQLite file, or a TiddlyWiki
+filter expression run by TiddlyWiki itself over the wiki folder on disk.
 """
 
 from __future__ import annotations
@@ -38,9 +28,7 @@ from __future__ import annotations
 import http.client
 import json
 import socket
-import threading
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal
@@ -49,8 +37,6 @@ from worldtrace.sandboxes.docker import (
     DockerSandbox,
     Limits,
     SandboxError,
-    docker_client,
-    require_image,
 )
 from worldtrace.sandboxes.images import BASE_IMAGE
 from worldtrace.sandboxes.netns import NamespaceError, NetworkNamespace
@@ -113,71 +99,6 @@ class SiteDefinition:
         return f"http://{self.host}"
 
 
-SITES: dict[str, SiteDefinition] = {
-    "trac": SiteDefinition(
-        name="trac",
-        kind="issue tracker",
-        image="worldtrace/site-trac:latest",
-        start_path="/",
-        description=(
-            "Trac 1.6 for 'Skylark', a self-hosted photo gallery project: 36 tickets over 8 "
-            "components and 4 milestones, reports, a roadmap, a timeline and 8 wiki pages. "
-            "Anonymous users may create and modify tickets and create and edit wiki pages."
-        ),
-        command=("/opt/trac/bin/tracd", "-b", "127.0.0.1", "-p", "{port}", "-s", "/srv/trac"),
-        ready_text="Skylark",
-        data_format="sqlite",
-        data_path="/srv/trac/db/trac.db",
-    ),
-    "datasette": SiteDefinition(
-        name="datasette",
-        kind="data browser",
-        image="worldtrace/site-datasette:latest",
-        start_path="/",
-        description=(
-            "Datasette 0.65 over the 'Riverside Public Library' database: branches, authors, "
-            "books, members, 3,000 loans and reviews, with facets, full-text search over books "
-            "and reviews, SQL queries, and forms that add a review or return a loan."
-        ),
-        command=(
-            "/opt/datasette/bin/datasette",
-            "serve",
-            "/srv/data/library.db",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "{port}",
-            "--metadata",
-            "/srv/data/metadata.json",
-            "--setting",
-            "sql_time_limit_ms",
-            "3000",
-        ),
-        ready_text="Riverside Public Library",
-        data_format="sqlite",
-        data_path="/srv/data/library.db",
-    ),
-    "tiddlywiki": SiteDefinition(
-        name="tiddlywiki",
-        kind="wiki",
-        image="worldtrace/site-tiddlywiki:latest",
-        start_path="/",
-        description=(
-            "TiddlyWiki 5.3 single-page wiki 'Maple Street Notebook': recipes, garden plants, "
-            "household tasks and contacts as about 25 tiddlers, editable in the browser and "
-            "saved by the Node.js server."
-        ),
-        command=("tiddlywiki", "/srv/wiki", "--listen", "host=127.0.0.1", "port={port}"),
-        ready_text="Maple Street Notebook",
-        data_format="tiddlywiki",
-        data_path="/srv/wiki",
-    ),
-}
-
-_versions_lock = threading.Lock()
-_versions_by_image: dict[str, dict[str, str]] = {}
-"""App versions per image id: an image's packages never change."""
-
 _JSON_MARKER = b"@@worldtrace-json@@\n"
 
 # Runs inside the container with its own python3: SQLite rows as a JSON list of objects.
@@ -193,36 +114,6 @@ except sqlite3.Error as error:
     sys.exit(3)
 json.dump(rows, sys.stdout, default=lambda v: v.decode("utf-8", "replace"))
 """
-
-
-def site_definition(name: str) -> SiteDefinition:
-    """Return the definition of site ``name``; a ValueError lists the known sites."""
-    try:
-        return SITES[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown site {name!r}; known sites: {', '.join(sorted(SITES))}"
-        ) from None
-
-
-def require_site_images(names: Iterable[str]) -> None:
-    """Raise a :class:`SiteError` naming every missing image and how to build it.
-
-    The base image is needed too: a browser's network namespace is held by a container of it.
-    """
-    definitions = [site_definition(name) for name in names]
-    client = docker_client()
-    missing = []
-    for image in [BASE_IMAGE, *(definition.image for definition in definitions)]:
-        try:
-            require_image(image, client)
-        except SandboxError:
-            missing.append(image)
-    if missing:
-        raise SiteError(
-            f"site image(s) missing: {', '.join(missing)}; build them with "
-            "`python -m worldtrace.sandboxes.images` (or `make setup`)"
-        )
 
 
 def _namespace_of(sandbox: DockerSandbox) -> NetworkNamespace:
@@ -368,24 +259,14 @@ class RunningSite:
     def versions(self) -> dict[str, str]:
         """Return the application's package versions (read from the image) and the image id.
 
-        Probed once per image, not per episode: every episode starts a new container, and the
-        probe (a Python start that imports the app) would otherwise cost each one.
+        Probed once per image, not per episode (see ``DockerSandbox.image_versions``).
         """
-        image_id = self.sandbox.image_id
-        with _versions_lock:
-            known = _versions_by_image.get(image_id)
-        if known is None:
-            result = self.sandbox.exec(["/opt/worldtrace/site-versions"], timeout=30)
-            if result.exit_code != 0:
-                raise SiteError(f"site-versions failed: {result.stderr.decode(errors='replace')}")
-            known = json.loads(result.stdout)
-            with _versions_lock:
-                _versions_by_image[image_id] = known
+        known = self.sandbox.image_versions(["/opt/worldtrace/site-versions"])
         return {
             "site": self.definition.name,
             **known,
             "image": self.definition.image,
-            "image_id": image_id,
+            "image_id": self.sandbox.image_id,
         }
 
     def logs(self, lines: int = 200) -> str:
@@ -448,17 +329,19 @@ class RunningSite:
 
 
 def start_site(
-    name: str, startup_timeout_s: float = 60.0, network: BrowserNetwork | None = None
+    definition: SiteDefinition,
+    startup_timeout_s: float = 60.0,
+    network: BrowserNetwork | None = None,
 ) -> RunningSite:
-    """Start site ``name`` in a fresh container (its reset) and return it once it serves.
+    """Start a site in a fresh container (its reset) and return it once it serves.
 
     With ``network`` the site joins that browser's namespace; without, it gets a namespace of
-    its own (reachable only through :meth:`RunningSite.connect`). Raises ValueError for an
-    unknown name, :class:`SiteError` with the server's log tail if the start page does not
-    answer 200 within ``startup_timeout_s`` (the container is removed then), and
-    :class:`SandboxError` if the image is missing.
+    its own (reachable only through :meth:`RunningSite.connect`). Raises :class:`SiteError`
+    with the server's log tail if the start page does not answer 200 within
+    ``startup_timeout_s`` (the container is removed then), and :class:`SandboxError` if the
+    image is missing.
     """
-    definition = site_definition(name)
+    name = definition.name
     if network is not None and network.site is not None:
         raise SiteError(
             f"cannot start {name}: this browser network still runs {network.site!r}; "

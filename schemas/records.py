@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from worldtrace.schemas.errors import InputError
+
 SCHEMA_VERSION = "1.0"
 
 Domain = Literal["terminal", "swe", "mcp", "search", "web", "os", "android"]
@@ -36,7 +38,7 @@ JsonDict = Annotated[dict[str, Any], JsonColumn()]
 PngBytes = Annotated[bytes, ImageColumn()]
 
 
-class RecordError(ValueError):
+class RecordError(InputError, ValueError):
     """A record failed validation; the message names every offending field."""
 
     def __init__(self, record: str, error: ValidationError) -> None:

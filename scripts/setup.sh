@@ -3,17 +3,17 @@
 #
 # Run as root on Debian 12 from the repository root. Each step checks first and does nothing
 # when its work is already done, so a second run takes a few seconds:
-#   1. Debian packages: docker.io, debootstrap, tmux, chromium (and python3-venv for step 2)
-#   2. .venv with the project installed (reinstalled only when pyproject.toml changes)
+#   1. python3-venv, then .venv with the project installed (reinstalled when pyproject.toml
+#      or setup.py changes)
+#   2. the Debian packages worldtrace and every registered domain need, as
+#      `worldtrace doctor --debian-packages` lists them (docker.io, debootstrap, e2fsprogs,
+#      chromium …)
 #   3. a running Docker engine (started here: there is no systemd)
-#   4. the base image and every sandbox image (built only when missing or stale)
+#   4. the base image and every image a registered domain needs (built when missing or stale)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 
-# chromium: the web collector drives Debian's browser through Playwright (never `playwright
-# install`, which downloads from a vendor and fails here).
-DEBIAN_PACKAGES=(docker.io debootstrap tmux chromium python3-venv e2fsprogs)
 VENV=.venv
 STAMP="$VENV/.worldtrace-installed"
 DOCKERD_LOG=/var/log/worldtrace-dockerd.log
@@ -25,31 +25,33 @@ need_root() {
     fi
 }
 
-# --- 1. Debian packages -------------------------------------------------------------------
-missing=()
-for package in "${DEBIAN_PACKAGES[@]}"; do
-    # `dpkg -s` exits 0 for removed-but-configured packages too; the Status line is the truth.
-    if ! dpkg-query -W -f '${Status}' "$package" 2>/dev/null | grep -q ' installed$'; then
-        missing+=("$package")
+install_debian() {
+    local missing=()
+    for package in "$@"; do
+        # `dpkg -s` exits 0 for removed-but-configured packages too; the Status line is the truth.
+        if ! dpkg-query -W -f '${Status}' "$package" 2>/dev/null | grep -q ' installed$'; then
+            missing+=("$package")
+        fi
+    done
+    if [ ${#missing[@]} -eq 0 ]; then
+        echo "debian packages: installed ($*)"
+        return
     fi
-done
-if [ ${#missing[@]} -eq 0 ]; then
-    echo "debian packages: installed (${DEBIAN_PACKAGES[*]})"
-else
     need_root "installing ${missing[*]}"
     echo "debian packages: installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
     echo "debian packages: installed ${missing[*]}"
-fi
+}
 
-# --- 2. virtualenv --------------------------------------------------------------------------
+# --- 1. virtualenv --------------------------------------------------------------------------
+install_debian python3-venv
 if [ ! -x "$VENV/bin/python" ]; then
     echo "python venv: creating $VENV"
     python3 -m venv "$VENV"
 fi
-wanted="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+wanted="$(cat pyproject.toml setup.py | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$STAMP" 2>/dev/null || true)" = "$wanted" ]; then
     echo "python venv: up to date"
 else
@@ -59,6 +61,10 @@ else
     echo "$wanted" >"$STAMP"
     echo "python venv: installed"
 fi
+
+# --- 2. Debian packages of worldtrace and its domains ------------------------------------------
+read -r -a packages <<<"$("$VENV/bin/worldtrace" doctor --debian-packages)"
+install_debian "${packages[@]}"
 
 # --- 3. Docker engine -----------------------------------------------------------------------
 if docker info >/dev/null 2>&1; then
@@ -86,5 +92,5 @@ else
 fi
 
 # --- 4. sandbox images ----------------------------------------------------------------------
-# Prints one line per image; builds only what is missing or stale (see sandboxes/images.py).
-"$VENV/bin/python" -m worldtrace.sandboxes.images
+# One line per image; builds only what is missing or stale (see sandboxes/images.py).
+"$VENV/bin/worldtrace" sandboxes build

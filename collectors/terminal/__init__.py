@@ -1,74 +1,90 @@
-"""The terminal domain: bash in a container, driven through tmux."""
+"""The terminal domain: bash in a container, driven through tmux.
+
+One registration (``[project.entry-points."worldtrace.collectors"]`` in ``pyproject.toml``)
+gives the pipeline everything it needs: the environment and its config, the policies
+(``script`` plays the task library, ``explore`` builds commands from what it has seen,
+``replay`` re-executes given action texts such as ``echo hi<Enter>``), the renderer of raw
+screens, the sandbox image (``image/``) and the actions that only read.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
-from worldtrace.collectors.base import Collector, EpisodePlan, Policy, Task
-from worldtrace.collectors.policies import ScriptPolicy
+from worldtrace.collectors.base import Collector, EpisodePlan, Policy, Renderer
+from worldtrace.collectors.requirements import Requirements
+from worldtrace.collectors.terminal.actions import parse_action_text
 from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
-from worldtrace.collectors.terminal.tasks import TASKS, TerminalTask, task_by_name
+from worldtrace.collectors.terminal.render import TerminalRenderer
+from worldtrace.collectors.terminal.tasks import TASKS, TerminalTask
 from worldtrace.sandboxes.docker import require_image
+from worldtrace.sandboxes.images import ImageDefinition
+from worldtrace.schemas import Action
+
+IMAGE = ImageDefinition("terminal", Path(__file__).parent / "image")
+"""The sandbox image: bash, tmux, the usual command-line tools and the in-container driver."""
 
 
-class TerminalCollector(Collector):
+def explore_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Policy[Any]:
+    """The ``explore`` policy: commands built from what the episode has shown so far."""
+    from worldtrace.collectors.terminal.explore import ExplorePolicy
+
+    return ExplorePolicy(**params)
+
+
+class TerminalCollector(Collector[TerminalConfig, TerminalTask]):
     """Registry entry of the terminal domain."""
 
     domain = "terminal"
     environment_config = TerminalConfig
+    policies = {**Collector.policies, "explore": explore_policy}
+    read_only_actions = frozenset({"wait"})
+    requirements = Requirements(images=(IMAGE,))
 
-    def make_environment(self, config: BaseModel) -> TerminalEnvironment:
+    def make_environment(self, config: TerminalConfig) -> TerminalEnvironment:
         """Build the terminal environment."""
-        if not isinstance(config, TerminalConfig):
-            raise TypeError(f"expected a TerminalConfig, got {type(config).__name__}")
         return TerminalEnvironment(config)
 
-    def preflight(self, config: BaseModel) -> None:
-        """Check that the Docker engine answers and the sandbox image exists."""
-        assert isinstance(config, TerminalConfig)
-        require_image(config.image)
+    def renderer(self) -> Renderer:
+        """Screens as plain text, the shell's state in meta."""
+        return TerminalRenderer()
 
-    def make_policy(self, kind: str, params: dict[str, Any]) -> Policy:
-        """Build the scripted task policy ('script') or the exploring policy ('explore')."""
-        if kind == "script":
-            if params:
-                raise ValueError(f"the script policy takes no parameters, got {sorted(params)}")
-            return ScriptPolicy()
-        if kind == "explore":
-            from worldtrace.collectors.terminal.explore import ExplorePolicy
+    def parse_action(self, action: str | dict[str, Any]) -> Action:
+        """Read a replayed action: canonical text (``ls -l<Enter>``, ``<wait 5s>``) or object."""
+        if isinstance(action, str):
+            return parse_action_text(action)
+        return super().parse_action(action)
 
-            return ExplorePolicy(**params)
-        raise ValueError(f"unknown terminal policy {kind!r} (expected 'script' or 'explore')")
+    def task_library(self, environment: TerminalConfig | None = None) -> Sequence[TerminalTask]:
+        """The scripted shell tasks."""
+        return TASKS
 
     def plan(
         self,
         index: int,
         seed: int,
         policy_kind: str,
-        tasks: list[str] | None,
-        environment: BaseModel | None = None,
-    ) -> EpisodePlan:
+        tasks: Sequence[str] | None,
+        environment: TerminalConfig,
+    ) -> EpisodePlan[TerminalTask]:
         """Scripted episodes cycle through the task library; exploring ones get a workspace."""
-        if policy_kind == "explore":
-            from worldtrace.collectors.terminal.explore import workspace_setup
+        if policy_kind != "explore":
+            return super().plan(index, seed, policy_kind, tasks, environment)
+        from worldtrace.collectors.terminal.explore import workspace_setup
 
-            task = TerminalTask(
-                name=f"explore-{seed}",
-                instruction="Explore the workspace with shell commands.",
-                category="explore",
-                setup=workspace_setup(seed),
-            )
-            return EpisodePlan(index=index, seed=seed, task=task)
-        library = [task_by_name(name) for name in tasks] if tasks else list(TASKS)
-        if not library:
-            raise ValueError("the terminal task library is empty")
-        return EpisodePlan(index=index, seed=seed, task=library[index % len(library)])
+        task = TerminalTask(
+            name=f"explore-{seed}",
+            instruction="Explore the workspace with shell commands.",
+            category="explore",
+            setup=workspace_setup(seed),
+        )
+        return EpisodePlan(index=index, seed=seed, task=task)
 
-    def task_library(self) -> list[Task]:
-        """The 48 scripted shell tasks."""
-        return list(TASKS)
+    def preflight(self, config: TerminalConfig) -> None:
+        """Check that the Docker engine answers and the configured image exists."""
+        require_image(config.image)
 
 
-__all__ = ["TerminalCollector", "TerminalConfig", "TerminalEnvironment"]
+__all__ = ["TerminalCollector", "TerminalConfig", "TerminalEnvironment", "TerminalTask"]

@@ -69,3 +69,36 @@ def wait(seconds: float) -> Action:
     if seconds <= 0:
         raise ValueError("wait() needs a positive number of seconds")
     return Action(name="wait", arguments={"seconds": seconds}, text=f"<wait {seconds:g}s>")
+
+
+_WAIT_TEXT = re.compile(r"^<wait (\d+(?:\.\d+)?)s>$")
+_KEY_TEXT = re.compile(r"<([^<>\s]+)>")
+
+
+def parse_action_text(text: str) -> Action:
+    """Read a canonical action text back into its action (the inverse of :func:`render_keys`).
+
+    ``<wait 5s>`` is a wait; otherwise ``<Key>`` where Key is a key name is that key, and
+    everything else (a ``<`` that names no key included) is literal text.
+    """
+    waited = _WAIT_TEXT.match(text)
+    if waited:
+        return wait(float(waited.group(1)))
+    items: list[str] = []
+    literal = ""
+    position = 0
+    for match in _KEY_TEXT.finditer(text):
+        if not is_key_name(match.group(1)):
+            continue
+        literal += text[position : match.start()]
+        if literal:
+            items.append(literal)
+            literal = ""
+        items.append(match.group(1))
+        position = match.end()
+    literal += text[position:]
+    if literal:
+        items.append(literal)
+    if not items:
+        raise ValueError("an empty action text types nothing")
+    return keys(*items)

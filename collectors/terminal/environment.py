@@ -25,20 +25,20 @@ inside the sandbox can stop it): that is a ``SandboxError``, and the episode is 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import secrets
-import threading
 import time
 from typing import Any
 
 import docker.errors
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from worldtrace.collectors.base import Environment, RawObservation, StepOutcome, Task
+from worldtrace.collectors.base import Environment, EnvironmentConfig, StepOutcome
+from worldtrace.collectors.terminal.tasks import TerminalTask
 from worldtrace.sandboxes.docker import DockerSandbox, ExecStream, Limits, SandboxDied, SandboxError
 from worldtrace.schemas import Action, EnvironmentRef
+from worldtrace.schemas.raw import RawObservation
 
 DRIVER = ["python3", "/opt/worldtrace/tmux_driver.py"]
 USER = "user"
@@ -50,14 +50,18 @@ DRIVER_GRACE_S = 15.0
 # How long a last look into a sandbox whose driver stopped answering may take.
 LAST_LOOK_TIMEOUT_S = 10.0
 
-_versions_by_image: dict[str, dict[str, str]] = {}
-_versions_lock = threading.Lock()
+VERSION_PROBE = [
+    "bash",
+    "-c",
+    'printf "bash=%s\\n" "$BASH_VERSION"; printf "tmux=%s\\n" "$(tmux -V)"; '
+    'printf "python3=%s\\n" "$(python3 --version)"; '
+    'printf "debian=%s\\n" "$(cat /etc/debian_version)"',
+]
+"""Prints the versions of bash, tmux, python3 and Debian in the image, one ``name=v`` a line."""
 
 
-class TerminalConfig(BaseModel):
+class TerminalConfig(EnvironmentConfig):
     """Configuration of the terminal environment."""
-
-    model_config = ConfigDict(extra="forbid")
 
     image: str = Field(default="worldtrace/terminal:latest", description="sandbox image")
     limits: Limits = Field(default_factory=Limits)
@@ -71,19 +75,13 @@ class TerminalConfig(BaseModel):
     )
     setup_timeout_s: float = Field(default=60, gt=0, description="limit for each setup command")
 
-    def config_hash(self) -> str:
-        """Return a short hash identifying this configuration."""
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
-
 
 class TaskSetupError(RuntimeError):
     """A task's setup command failed: the task is broken, retrying will not help."""
 
 
-class TerminalEnvironment(Environment):
+class TerminalEnvironment(Environment[TerminalConfig, TerminalTask]):
     """A bash shell in a fresh container per episode, seen as a 160x40 tmux screen."""
-
-    domain = "terminal"
 
     def __init__(self, config: TerminalConfig | None = None, labels: dict[str, str] | None = None):
         self.config = config or TerminalConfig()
@@ -104,7 +102,7 @@ class TerminalEnvironment(Environment):
             raise SandboxError("the terminal environment has no episode; call reset() first")
         return self._sandbox
 
-    def reset(self, seed: int, task: Task | None) -> RawObservation:
+    def reset(self, seed: int, task: TerminalTask | None) -> RawObservation:
         """Start a fresh container, run the task's setup, start the shell, return the screen."""
         self.close()
         self._token = secrets.token_hex(16)
@@ -115,13 +113,13 @@ class TerminalEnvironment(Environment):
         self._sandbox = DockerSandbox(
             self.config.image, limits=self.config.limits, network="none", labels=self._labels
         ).start()
-        for command in getattr(task, "setup", ()):
+        for command in task.setup if task else ():
             result = self._sandbox.exec(
                 command, timeout=self.config.setup_timeout_s, workdir=HOME, user=USER
             )
             if result.exit_code != 0:
                 raise TaskSetupError(
-                    f"setup command {command!r} of task {getattr(task, 'name', '?')!r} exited "
+                    f"setup command {command!r} of task {task.name!r} exited "
                     f"{result.exit_code}: {result.stderr.decode(errors='replace').strip()[-500:]}"
                 )
         self._driver = self._sandbox.open_stream(DRIVER)
@@ -287,13 +285,13 @@ class TerminalEnvironment(Environment):
         reply["skipped_replies"] = self._skipped
         return reply
 
-    def evaluate(self, task: Task | None) -> float | None:
+    def evaluate(self, task: TerminalTask | None) -> float | None:
         """Run the task's check as the user: 1.0 if it exits 0, else 0.0.
 
         None when there is nothing to check with: no check, or a sandbox the episode's
         actions left dead or unanswering (its steps stand; only the reward is unknown).
         """
-        check = getattr(task, "check", None)
+        check = task.check if task else None
         if not check or self._sandbox is None or self._unusable or not self._sandbox.is_running():
             return None
         try:
@@ -310,25 +308,9 @@ class TerminalEnvironment(Environment):
         return EnvironmentRef(
             name="terminal/bash-tmux",
             version=image_id,
-            components={"image": self.config.image, **self._component_versions(image_id)},
+            components={"image": self.config.image, **self.sandbox.image_versions(VERSION_PROBE)},
             config_hash=self.config.config_hash(),
         )
-
-    def _component_versions(self, image_id: str) -> dict[str, str]:
-        with _versions_lock:
-            if image_id in _versions_by_image:
-                return _versions_by_image[image_id]
-        probe = (
-            'printf "bash=%s\\n" "$BASH_VERSION"; '
-            'printf "tmux=%s\\n" "$(tmux -V)"; '
-            'printf "python3=%s\\n" "$(python3 --version)"; '
-            'printf "debian=%s\\n" "$(cat /etc/debian_version)"'
-        )
-        result = self.sandbox.exec(["bash", "-c", probe], timeout=20)
-        versions = dict(line.split("=", 1) for line in result.text.splitlines() if "=" in line)
-        with _versions_lock:
-            _versions_by_image[image_id] = versions
-        return versions
 
     def close(self) -> None:
         """Stop the driver and remove the container."""

@@ -26,10 +26,10 @@ import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from worldtrace.collectors.base import HistoryItem, Policy, RawObservation, Task
+from worldtrace.collectors.base import HistoryItem, Policy, RawObservation
 from worldtrace.collectors.terminal.actions import command, keys, wait
 from worldtrace.collectors.terminal.screen import plain_screen
-from worldtrace.collectors.terminal.tasks import git_commit, git_init, write_file
+from worldtrace.collectors.terminal.tasks import TerminalTask, git_commit, git_init, write_file
 from worldtrace.schemas import Action
 
 HOME = "/home/user"
@@ -199,7 +199,7 @@ class _Plan:
     parse: tuple[str, str] | None = None
 
 
-class ExplorePolicy(Policy):
+class ExplorePolicy(Policy[TerminalTask]):
     """Explores a shell from what it has seen in this episode; see the module docstring.
 
     ``max_steps`` bounds the episode (``act`` returns None after that many actions);
@@ -256,7 +256,7 @@ class ExplorePolicy(Policy):
 
     # --- episode state ---------------------------------------------------------------------
 
-    def reset(self, seed: int, task: Task | None) -> None:
+    def reset(self, seed: int, task: TerminalTask | None) -> None:
         """Forget the previous episode and seed the choices."""
         self._rng = random.Random(seed)
         self._taken = 0

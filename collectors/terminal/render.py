@@ -1,27 +1,24 @@
-"""Terminal raw records → transitions: the visible screen as plain text, facts in meta."""
+"""Terminal raw records → canonical observations: the visible screen as text, facts in meta."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from worldtrace.collectors.base import Renderer
 from worldtrace.collectors.terminal.actions import render_keys
 from worldtrace.collectors.terminal.screen import plain_screen
-from worldtrace.normalizers.base import DomainNormalizer
 from worldtrace.schemas import Action, Observation
+from worldtrace.schemas.raw import RawObservation
 
 FORMAT = "terminal-screen"
 
 
-class TerminalNormalizer(DomainNormalizer):
+class TerminalRenderer(Renderer):
     """Screens without escape sequences or trailing blanks; cwd, exit code, program in meta.
 
     Raw records from before a field existed get its neutral value: no skipped replies, a
     sandbox that answered, and the pane size unknown (``None``).
     """
 
-    domain = "terminal"
-
-    def observation(self, raw: dict[str, Any]) -> Observation:
+    def observation(self, raw: RawObservation) -> Observation:
         """Return the visible screen (prompt included) and the shell's state as meta."""
         meta = {
             "cwd": raw.get("cwd"),
@@ -45,9 +42,8 @@ class TerminalNormalizer(DomainNormalizer):
         }
         return Observation(format=FORMAT, text=plain_screen(raw["screen"]), meta=meta)
 
-    def action(self, raw: dict[str, Any]) -> Action:
+    def action(self, action: Action) -> Action:
         """Re-render the canonical text from the arguments, so old runs get today's rendering."""
-        action = Action.parse(raw)
         if action.name == "keys":
             return action.model_copy(update={"text": render_keys(action.arguments["keys"])})
-        return action  # type: ignore[return-value]
+        return action

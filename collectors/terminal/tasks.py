@@ -20,18 +20,15 @@ import shlex
 from collections import Counter
 from dataclasses import dataclass
 
-from worldtrace.collectors.base import Task
+from worldtrace.collectors.base import ScriptedTask
 from worldtrace.collectors.terminal.actions import command, keys, wait
-from worldtrace.schemas import Action
 
 
 @dataclass(frozen=True)
-class TerminalTask(Task):
+class TerminalTask(ScriptedTask):
     """A shell task: setup commands, scripted actions and a success check."""
 
-    category: str = "misc"
     setup: tuple[str, ...] = ()
-    steps: tuple[Action, ...] = ()
     check: str | None = None
 
 

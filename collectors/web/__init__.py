@@ -1,99 +1,102 @@
 """The web domain: Debian's Chromium through Playwright on real web applications.
 
 Observations and actions follow BrowserGym: the accessibility tree with element ids (bids)
-as text, and actions such as ``click('12')`` or ``fill('a3', 'text')``. The sites themselves
-(seeded, reset per episode) are sandboxes: see :mod:`worldtrace.sandboxes.websites`.
+as text, and actions such as ``click('12')`` or ``fill('a3', 'text')``. The sites (seeded,
+reset per episode) are defined in :mod:`worldtrace.collectors.web.sites` and served by
+:mod:`worldtrace.sandboxes.websites`. Policies: ``script`` plays a site's task library,
+``explore`` walks the site, ``replay`` re-executes given action strings.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel
-
-from worldtrace.collectors.base import Collector, EpisodePlan, Policy, Task
-from worldtrace.collectors.policies import ReplayPolicy
+from worldtrace.collectors.base import Collector, Policy, Renderer, replay_policy
+from worldtrace.collectors.requirements import Check, Requirements
 from worldtrace.collectors.web.actions import parse_action
 from worldtrace.collectors.web.environment import WebConfig, WebEnvironment
+from worldtrace.collectors.web.render import WebRenderer
+from worldtrace.collectors.web.sites import IMAGES
 from worldtrace.collectors.web.tasks import WebScriptPolicy, WebTask
+from worldtrace.schemas import Action
 
 
-class WebCollector(Collector):
+def browser_check() -> Check:
+    """Chromium is installed and says which version it is (never `playwright install`)."""
+    from worldtrace.collectors.web.browser import (
+        BrowserUnavailable,
+        chromium_path,
+        chromium_version,
+    )
+
+    fix = "make setup  (or `apt-get install chromium`; never `playwright install`)"
+    try:
+        path = chromium_path()
+    except BrowserUnavailable as error:
+        return Check("web browser", False, str(error), fix)
+    version = chromium_version()
+    ok = version.startswith("Chromium")
+    return Check("web browser", ok, f"{version} ({path})", None if ok else fix)
+
+
+def script_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Policy[Any]:
+    """The ``script`` policy: a site task's steps, elements found by role and name."""
+    if params:
+        raise ValueError(f"the script policy takes no parameters, got {sorted(params)}")
+    return WebScriptPolicy()
+
+
+def explore_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Policy[Any]:
+    """The ``explore`` policy: a seeded walk over the site's interactive elements."""
+    from worldtrace.collectors.web.explore import ExplorePolicy
+
+    return ExplorePolicy(**params)
+
+
+class WebCollector(Collector[WebConfig, WebTask]):
     """Registry entry of the web domain."""
 
     domain = "web"
     environment_config = WebConfig
+    policies = {"script": script_policy, "explore": explore_policy, "replay": replay_policy}
+    read_only_actions = frozenset({"noop", "scroll", "hover", "mouse_move"})
+    requirements = Requirements(
+        debian_packages=("chromium",), images=IMAGES, checks=(browser_check,)
+    )
 
-    def make_environment(self, config: BaseModel) -> WebEnvironment:
+    def make_environment(self, config: WebConfig) -> WebEnvironment:
         """Build the web environment."""
-        if not isinstance(config, WebConfig):
-            raise TypeError(f"expected a WebConfig, got {type(config).__name__}")
         return WebEnvironment(config)
 
-    def preflight(self, config: BaseModel) -> None:
-        """Check that Chromium is installed and the site's image exists."""
+    def renderer(self) -> Renderer:
+        """BrowserGym's tree text, the screenshot, and the page's facts in meta."""
+        return WebRenderer()
+
+    def parse_action(self, action: str | dict[str, Any]) -> Action:
+        """Read a BrowserGym action string (``click('12')``) or an action object."""
+        if isinstance(action, str):
+            return parse_action(action)
+        return super().parse_action(action)
+
+    def task_library(self, environment: WebConfig | None = None) -> Sequence[WebTask]:
+        """The scripted tasks of the environment's site (of every site without one)."""
+        from worldtrace.collectors.web.site_tasks import TASKS, tasks_for_site
+
+        return tasks_for_site(environment.site) if environment else TASKS
+
+    def preflight(self, config: WebConfig) -> None:
+        """Check that Chromium is installed and the images exist."""
         from worldtrace.collectors.web.browser import chromium_path
-        from worldtrace.sandboxes.websites import require_site_images
 
-        assert isinstance(config, WebConfig)
         chromium_path()
-        require_site_images([config.site])
-
-    def make_policy(self, kind: str, params: dict[str, Any]) -> Policy:
-        """Build 'script' (the site's task library), 'explore' or 'replay' (action strings)."""
-        if kind == "script":
-            if params:
-                raise ValueError(f"the script policy takes no parameters, got {sorted(params)}")
-            return WebScriptPolicy()
-        if kind == "explore":
-            from worldtrace.collectors.web.explore import ExplorePolicy
-
-            return ExplorePolicy(**params)
-        if kind == "replay":
-            actions = params.get("actions")
-            if not isinstance(actions, list) or not actions or set(params) != {"actions"}:
-                raise ValueError("the replay policy takes `actions`: a list of action strings")
-            return ReplayPolicy([parse_action(str(text)) for text in actions])
-        raise ValueError(f"unknown web policy {kind!r} (expected 'script', 'explore' or 'replay')")
-
-    def plan(
-        self,
-        index: int,
-        seed: int,
-        policy_kind: str,
-        tasks: list[str] | None,
-        environment: BaseModel | None = None,
-    ) -> EpisodePlan:
-        """Scripted episodes cycle through the site's tasks (or the named ones)."""
-        from worldtrace.collectors.web.site_tasks import task_by_name, tasks_for_site
-        from worldtrace.sandboxes.websites import site_definition
-
-        site = environment.site if isinstance(environment, WebConfig) else WebConfig().site
-        try:
-            site_definition(site)  # an unknown site is a config error, before anything starts
-        except ValueError as error:
-            raise LookupError(str(error)) from None
-        if policy_kind != "script":
-            return EpisodePlan(index=index, seed=seed, task=None)
-        library = [task_by_name(name) for name in tasks] if tasks else tasks_for_site(site)
-        foreign = sorted({task.name for task in library if task.site != site})
-        if foreign:
-            raise LookupError(f"tasks {foreign} are not tasks of the site {site!r}")
-        if not library:
-            raise LookupError(f"the site {site!r} has no scripted tasks")
-        return EpisodePlan(index=index, seed=seed, task=library[index % len(library)])
+        super().preflight(config)
 
     def interrupt(self) -> None:
         """Kill every browser this process launched: steps blocked in them return at once."""
         from worldtrace.collectors.web.browser import kill_all_browsers
 
         kill_all_browsers("interrupted: the run was asked to stop")
-
-    def task_library(self) -> list[Task]:
-        """Every scripted web task, all sites."""
-        from worldtrace.collectors.web.site_tasks import TASKS
-
-        return list(TASKS)
 
 
 __all__ = ["WebCollector", "WebConfig", "WebEnvironment", "WebTask"]

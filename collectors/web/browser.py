@@ -48,6 +48,7 @@ from pathlib import Path
 from playwright.sync_api import Browser, Playwright, sync_playwright
 
 from worldtrace.sandboxes.websites import BROWSER_HOST_RULES, BrowserNetwork
+from worldtrace.schemas.errors import SetupError
 
 CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/bin/chromium")
 """Where Debian puts the browser; ``/usr/bin/chromium`` is a shell wrapper around the first."""
@@ -72,7 +73,7 @@ CLOSE_TIMEOUT_S = 10.0
 """How long closing a browser may take before it is killed instead."""
 
 
-class BrowserUnavailable(RuntimeError):
+class BrowserUnavailable(SetupError, RuntimeError):
     """Chromium or Playwright cannot be started; the message says how to fix it."""
 
 

@@ -25,9 +25,9 @@ from urllib.parse import urlsplit
 
 from playwright.sync_api import BrowserContext, CDPSession, Dialog, Download, Page, Request, Route
 from playwright.sync_api import Error as PlaywrightError
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, field_validator
 
-from worldtrace.collectors.base import Environment, RawObservation, StepOutcome, Task
+from worldtrace.collectors.base import Environment, EnvironmentConfig, StepOutcome
 from worldtrace.collectors.web.actions import ActionRefused, run_action
 from worldtrace.collectors.web.axtree import flatten_axtree
 from worldtrace.collectors.web.browser import (
@@ -37,9 +37,11 @@ from worldtrace.collectors.web.browser import (
     thread_browser,
 )
 from worldtrace.collectors.web.observation import page_title, read_page, responsive
-from worldtrace.collectors.web.tasks import PageCheck
-from worldtrace.sandboxes.websites import BrowserNetwork
+from worldtrace.collectors.web.sites import site_definition
+from worldtrace.collectors.web.tasks import PageCheck, WebTask
+from worldtrace.sandboxes.websites import BrowserNetwork, start_site
 from worldtrace.schemas import Action, EnvironmentRef
+from worldtrace.schemas.raw import RawObservation
 
 ACTION_GRACE_S = 0.05
 """After an action, how long settling waits for a request the action may still start."""
@@ -57,10 +59,8 @@ TITLE_TIMEOUT_MS = 2000
 """How long a tab's title may take to read; a tab busy longer shows no title."""
 
 
-class WebConfig(BaseModel):
+class WebConfig(EnvironmentConfig):
     """Configuration of the web environment (the ``environment:`` block of a web run)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     site: str = Field(default="trac", description="site to visit (see `worldtrace tasks web`)")
     viewport_width: int = Field(default=1280, ge=320, le=3840, description="viewport pixels")
@@ -85,9 +85,11 @@ class WebConfig(BaseModel):
         default=90.0, gt=0, description="limit for the site's server to answer"
     )
 
-    def config_hash(self) -> str:
-        """Return a short hash identifying this configuration."""
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+    @field_validator("site")
+    @classmethod
+    def _known_site(cls, site: str) -> str:
+        site_definition(site)  # an unknown site is a config error, before anything starts
+        return site
 
 
 class SiteHandle(Protocol):
@@ -116,16 +118,13 @@ path."""
 
 def start_registered_site(config: WebConfig, network: BrowserNetwork) -> tuple[SiteHandle, str]:
     """Start ``config.site`` from the site registry in a fresh sandbox (the reset)."""
-    from worldtrace.sandboxes.websites import start_site
+    definition = site_definition(config.site)
+    site = start_site(definition, config.site_startup_timeout_s, network)
+    return site, definition.start_path
 
-    site = start_site(config.site, startup_timeout_s=config.site_startup_timeout_s, network=network)
-    return site, site.definition.start_path
 
-
-class WebEnvironment(Environment):
+class WebEnvironment(Environment[WebConfig, WebTask]):
     """Chromium on one site: BrowserGym actions in, accessibility trees and screenshots out."""
-
-    domain = "web"
 
     def __init__(self, config: WebConfig | None = None, start_site: SiteStarter | None = None):
         self.config = config or WebConfig()
@@ -169,12 +168,12 @@ class WebEnvironment(Environment):
 
     # --- Environment --------------------------------------------------------------------------
 
-    def reset(self, seed: int, task: Task | None) -> RawObservation:
+    def reset(self, seed: int, task: WebTask | None) -> RawObservation:
         """Start a fresh site and context, open the start page (or the task's), observe it."""
         self.close()
         browser = self.browser = thread_browser()
         self.site, start_path = self._start_site(self.config, browser.network)
-        start_path = getattr(task, "start_path", None) or start_path
+        start_path = (task.start_path if task else None) or start_path
         limit_s = self.config.navigation_timeout_s + self.config.settle_cap_s + READ_BUDGET_S
         with deadline(browser, limit_s, f"opening the start page took over {limit_s:g} s"):
             try:
@@ -264,9 +263,9 @@ class WebEnvironment(Environment):
             error=error,
         )
 
-    def evaluate(self, task: Task | None) -> float | None:
+    def evaluate(self, task: WebTask | None) -> float | None:
         """Run the task's check: 1.0 if it passes, 0.0 if not, None for a task without one."""
-        check = getattr(task, "check", None)
+        check = task.check if task else None
         if check is None or self.site is None:
             return None
         if isinstance(check, PageCheck):

@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from worldtrace.collectors.base import HistoryItem, Policy, RawObservation, Task
+from worldtrace.collectors.base import HistoryItem, Policy, RawObservation
 from worldtrace.collectors.web.actions import make_action
 from worldtrace.collectors.web.axtree import node_name, node_property, node_role
-from worldtrace.collectors.web.tasks import site_url_of
+from worldtrace.collectors.web.tasks import WebTask, site_url_of
 from worldtrace.schemas import Action
 
 CLICKABLE_ROLES = frozenset(
@@ -55,7 +55,7 @@ DEFAULT_VALUES = ("hello", "test entry", "42")
 MOVES = {"element": 0.82, "scroll": 0.06, "go_back": 0.05, "go_forward": 0.02, "tabs": 0.05}
 
 
-class ExplorePolicy(Policy):
+class ExplorePolicy(Policy[WebTask]):
     """A seeded random walk over the site's interactive elements, preferring the untried."""
 
     kind = "explore"
@@ -71,7 +71,7 @@ class ExplorePolicy(Policy):
         self._tried: set[tuple[str, str, str]] = set()
         self._seen_pages: set[str] = set()
 
-    def reset(self, seed: int, task: Task | None) -> None:
+    def reset(self, seed: int, task: WebTask | None) -> None:
         """Start a new walk with its own random stream and memory."""
         self._random = random.Random(seed)
         self._tried = set()

@@ -1,4 +1,4 @@
-"""Web raw records → transitions: BrowserGym's accessibility-tree text, the screenshot, facts.
+"""Web raw records → canonical observations: BrowserGym's tree text, the screenshot, facts.
 
 The raw observation keeps the whole DevTools accessibility tree, so the text can be rendered
 again (with a newer :func:`worldtrace.collectors.web.axtree.flatten_axtree`) without collecting
@@ -17,11 +17,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from worldtrace.collectors.base import Renderer
 from worldtrace.collectors.web.actions import action_text
 from worldtrace.collectors.web.axtree import flatten_axtree
-from worldtrace.normalizers.base import DomainNormalizer
-from worldtrace.sandboxes.websites import SITES
-from worldtrace.schemas import Action, EnvironmentRef, Observation, PolicyRef, Transition
+from worldtrace.collectors.web.sites import SITES
+from worldtrace.schemas import Action, Observation
+from worldtrace.schemas.raw import RawEpisode, RawObservation
 
 FORMAT = "axtree"
 
@@ -74,12 +75,10 @@ def legacy_origin_rewrite(
     return rewrite
 
 
-class WebNormalizer(DomainNormalizer):
+class WebRenderer(Renderer):
     """The page as BrowserGym's tree text; URL, tabs, focus, events and timings in meta."""
 
-    domain = "web"
-
-    def observation(self, raw: dict[str, Any]) -> Observation:
+    def observation(self, raw: RawObservation) -> Observation:
         """Render the tree, decode the screenshot, and label a page that did not change."""
         meta = {key: raw.get(key) for key in META_FIELDS}
         # "Nothing changed" is something a world model must learn; say so explicitly.
@@ -94,33 +93,27 @@ class WebNormalizer(DomainNormalizer):
             meta=meta,
         )
 
-    def action(self, raw: dict[str, Any]) -> Action:
+    def action(self, action: Action) -> Action:
         """Re-render the canonical call string from the arguments."""
-        action = Action.parse(raw)
-        return action.model_copy(update={"text": action_text(action.name, action.arguments)})  # type: ignore[return-value]
+        return action.model_copy(update={"text": action_text(action.name, action.arguments)})
 
-    def _transitions(
-        self,
-        start: dict[str, Any],
-        end: dict[str, Any],
-        steps: list[dict[str, Any]],
-        env: EnvironmentRef | None,
-        policy: PolicyRef,
-        licence: str,
-    ) -> list[Transition]:
-        """Pair the steps, after mapping an old episode's loopback origin to the stable one."""
+    def upgrade(self, episode: RawEpisode) -> RawEpisode:
+        """Map an episode recorded on a loopback port of the day to the site's stable origin."""
+        env = episode.start.env
         site = str((env.components if env else {}).get("site", ""))
-        start_url = str((start.get("observation") or {}).get("url") or "")
+        start_url = str((episode.start.observation or {}).get("url") or "")
         rewrite = legacy_origin_rewrite(site, start_url)
-        if rewrite is not None:
-            start = {**start, "observation": rewrite(start["observation"])}
-            steps = [
-                {
-                    **event,
-                    "observation": rewrite(event["observation"]),
-                    "action": rewrite(event["action"]),
-                    "error": rewrite(event.get("error")),
+        if rewrite is None:
+            return episode
+        start = episode.start.model_copy(update={"observation": rewrite(episode.start.observation)})
+        steps = tuple(
+            step.model_copy(
+                update={
+                    "observation": rewrite(step.observation),
+                    "action": Action.model_validate(rewrite(step.action.model_dump())),
+                    "error": rewrite(step.error),
                 }
-                for event in steps
-            ]
-        return super()._transitions(start, end, steps, env, policy, licence)
+            )
+            for step in episode.steps
+        )
+        return episode.model_copy(update={"start": start, "steps": steps})

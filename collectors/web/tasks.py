@@ -119,7 +119,7 @@ def site_url_of(observation: RawObservation) -> str:
     return match.group(1) if match else ""
 
 
-class WebScriptPolicy(Policy):
+class WebScriptPolicy(Policy[WebTask]):
     """Plays a :class:`WebTask`'s steps, finding each named element on the current page."""
 
     kind = "script"
@@ -130,12 +130,11 @@ class WebScriptPolicy(Policy):
         self._site_url = ""
         self._done = False
 
-    def reset(self, seed: int, task: Task | None) -> None:
+    def reset(self, seed: int, task: WebTask | None) -> None:
         """Load the task's steps; a task without steps is an error."""
-        steps = getattr(task, "steps", None)
-        if not steps:
+        if task is None or not task.steps:
             raise ValueError(f"the script policy needs a web task with steps, got {task!r}")
-        self._steps = tuple(steps)
+        self._steps = task.steps
         self._site_url = ""
         self._done = False
 

@@ -1,0 +1,150 @@
+"""The raw episode record: the events an episode file holds, one JSON line each.
+
+The episode loop writes these models (:mod:`worldtrace.collectors.recorder`) and the
+normalizer reads them back (:func:`read_raw_episode`), so both sides agree on every field.
+An episode file is a ``start`` line (the episode's facts and first observation), one ``step``
+line per action, and an ``end`` line; an attempt that never finished ends with an
+``abandoned`` line instead and is kept aside, never normalized.
+
+Observations stay the domain's own JSON (:data:`RawObservation`), lossless, so they can be
+rendered again (a newer renderer, a fixed bug) without collecting again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from worldtrace.schemas.errors import InputError
+from worldtrace.schemas.records import Action, EnvironmentRef, EpisodeStatus, PolicyRef
+
+RawObservation = dict[str, Any]
+"""An observation as the environment returned it: JSON, in the domain's own shape."""
+
+
+class _Event(BaseModel):
+    # Frozen like the records; unknown fields are kept out so a typo never goes unnoticed.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RecordedLimits(_Event):
+    """The limits an episode ran under."""
+
+    max_steps: int = Field(ge=1)
+    step_timeout_s: float = Field(gt=0)
+
+
+class RawStart(_Event):
+    """The first line: who ran the episode, in which environment, and what it saw first."""
+
+    type: Literal["start"] = "start"
+    episode_id: str = Field(min_length=1)
+    seed: int
+    index: int = Field(ge=0)
+    task: str | None = Field(default=None, description="the task's instruction")
+    task_name: str | None = None
+    env: EnvironmentRef | None = Field(
+        default=None, description="None only when the episode failed before its first state"
+    )
+    policy: PolicyRef
+    started_at: datetime
+    limits: RecordedLimits
+    collector_version: str | None = Field(
+        default=None, description="worldtrace's version; None before it was recorded"
+    )
+    observation: RawObservation | None = None
+
+
+class RawStep(_Event):
+    """One action and what the environment returned for it."""
+
+    type: Literal["step"] = "step"
+    step: int = Field(ge=0)
+    action: Action
+    observation: RawObservation
+    error: str | None = Field(default=None, description="how the action failed, if it did")
+    reward: float = 0.0
+    terminated: bool = False
+    truncated: bool = False
+    started_at: datetime
+    latency_s: float = Field(ge=0)
+
+
+class RawEnd(_Event):
+    """The last line of a sealed episode: how it ended."""
+
+    type: Literal["end"] = "end"
+    status: EpisodeStatus
+    ended_at: datetime
+    steps: int = Field(ge=0)
+    errors: int = Field(ge=0)
+    reward: float | None = Field(default=None, description="the task check's result")
+    error: str | None = Field(default=None, description="why the episode did not complete")
+
+
+class RawAbandoned(_Event):
+    """The last line of an attempt that never finished (set aside, recorded again)."""
+
+    type: Literal["abandoned"] = "abandoned"
+    reason: str
+    at: datetime
+
+
+RawEvent = Annotated[RawStart | RawStep | RawEnd | RawAbandoned, Field(discriminator="type")]
+_EVENT = TypeAdapter(RawEvent)
+
+
+class MalformedEpisode(InputError, ValueError):
+    """A raw episode file that cannot be read as an episode; the message says why."""
+
+
+class RawEpisode(BaseModel):
+    """A sealed episode read back: its start, its steps in order, and its end."""
+
+    model_config = ConfigDict(frozen=True)
+
+    start: RawStart
+    steps: tuple[RawStep, ...]
+    end: RawEnd
+
+
+def parse_event(line: str | bytes) -> RawEvent:
+    """Parse one line of an episode file; :class:`MalformedEpisode` names the bad field."""
+    try:
+        return _EVENT.validate_json(line)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}"
+            for item in error.errors()
+        )
+        raise MalformedEpisode(f"not a raw event ({problems})") from None
+
+
+def read_events(path: Path) -> Iterator[RawEvent]:
+    """Yield the events of an episode file; a torn last line (killed mid-write) is skipped."""
+    with open(path, "rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.endswith(b"\n"):
+                return
+            try:
+                yield parse_event(line)
+            except MalformedEpisode as error:
+                raise MalformedEpisode(f"{Path(path).name} line {number}: {error}") from None
+
+
+def read_raw_episode(path: Path) -> RawEpisode:
+    """Read a sealed episode file; :class:`MalformedEpisode` if it is not one."""
+    events = list(read_events(path))
+    name = Path(path).name
+    if not events or not isinstance(events[0], RawStart):
+        raise MalformedEpisode(f"{name}: no start line")
+    if not isinstance(events[-1], RawEnd):
+        raise MalformedEpisode(f"{name}: no end line (not a sealed episode)")
+    middle = events[1:-1]
+    if not all(isinstance(event, RawStep) for event in middle):
+        raise MalformedEpisode(f"{name}: only step lines may come between start and end")
+    return RawEpisode(start=events[0], steps=tuple(middle), end=events[-1])  # type: ignore[arg-type]
