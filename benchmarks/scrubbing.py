@@ -67,7 +67,7 @@ from worldtrace.collectors.recorder import RunRecorder
 from worldtrace.collectors.terminal.actions import command
 from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
 from worldtrace.collectors.terminal.screen import plain_screen
-from worldtrace.collectors.terminal.tasks import TerminalTask, write_file
+from worldtrace.collectors.terminal.tasks.helpers import TerminalTask, write_file
 from worldtrace.curation.config import ScrubSettings
 from worldtrace.curation.scrub import ScrubStep
 from worldtrace.normalizers.terminal import TerminalNormalizer

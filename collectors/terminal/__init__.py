@@ -19,6 +19,7 @@ from worldtrace.collectors.terminal.actions import parse_action_text
 from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
 from worldtrace.collectors.terminal.render import TerminalRenderer
 from worldtrace.collectors.terminal.tasks import TASKS, TerminalTask
+from worldtrace.collectors.terminal.workspace import workspace_setup
 from worldtrace.sandboxes.docker import require_image
 from worldtrace.sandboxes.images import ImageDefinition
 from worldtrace.schemas import Action
@@ -72,8 +73,6 @@ class TerminalCollector(Collector[TerminalConfig, TerminalTask]):
         """Scripted episodes cycle through the task library; exploring ones get a workspace."""
         if policy_kind != "explore":
             return super().plan(index, seed, policy_kind, tasks, environment)
-        from worldtrace.collectors.terminal.explore import workspace_setup
-
         task = TerminalTask(
             name=f"explore-{seed}",
             instruction="Explore the workspace with shell commands.",

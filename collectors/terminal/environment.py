@@ -35,7 +35,7 @@ import docker.errors
 from pydantic import Field
 
 from worldtrace.collectors.base import Environment, EnvironmentConfig, StepOutcome
-from worldtrace.collectors.terminal.tasks import TerminalTask
+from worldtrace.collectors.terminal.tasks.helpers import HOME, TerminalTask
 from worldtrace.sandboxes.docker import DockerSandbox, ExecStream, Limits, SandboxDied, SandboxError
 from worldtrace.schemas import Action, EnvironmentRef
 from worldtrace.schemas.raw import RawObservation
@@ -43,8 +43,6 @@ from worldtrace.schemas.raw import RawObservation
 DRIVER = ["python3", "/opt/worldtrace/tmux_driver.py"]
 USER = "user"
 """The unprivileged account the agent's shell, task setup and checks run as."""
-HOME = "/home/user"
-"""The user's home: where the task's setup and check run and the shell starts."""
 # How long past the step timeout we wait for the driver before calling the sandbox lost.
 DRIVER_GRACE_S = 15.0
 # How long a last look into a sandbox whose driver stopped answering may take.

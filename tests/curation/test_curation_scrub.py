@@ -681,7 +681,7 @@ def test_a_recorded_episode_with_the_attacks_secrets_is_curated_clean(
     from worldtrace.collectors.terminal import TerminalCollector
     from worldtrace.collectors.terminal.actions import command
     from worldtrace.collectors.terminal.environment import TerminalConfig
-    from worldtrace.collectors.terminal.tasks import TerminalTask, write_file
+    from worldtrace.collectors.terminal.tasks.helpers import TerminalTask, write_file
     from worldtrace.normalizers.run import normalize_run
 
     token, slack = "ghp_" + rand(36), f"xoxb-{rand(11, string.digits)}-{rand(24).lower()}"

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from worldtrace.collectors.base import HistoryItem
-from worldtrace.collectors.terminal.explore import ExplorePolicy, command_output, workspace_setup
+from worldtrace.collectors.terminal.explore import ExplorePolicy, command_output
+from worldtrace.collectors.terminal.workspace import workspace_setup
 from worldtrace.schemas import Action
 
 REPO = Path(__file__).resolve().parents[2]
