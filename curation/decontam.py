@@ -18,6 +18,7 @@ from datatrove.data import DocumentsPipeline
 
 from worldtrace.curation.config import DecontamSettings
 from worldtrace.curation.documents import section_texts
+from worldtrace.curation.storage import Location
 from worldtrace.curation.tally import TallyStep
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -64,7 +65,7 @@ class Decontaminate(TallyStep):
     name = "🧪 decontaminate"
     tally_name = "decontam"
 
-    def __init__(self, settings: DecontamSettings, tally_folder: Path | None = None) -> None:
+    def __init__(self, settings: DecontamSettings, tally_folder: Location | None = None) -> None:
         super().__init__(tally_folder)
         self.settings = settings
         self._index: set[int] | None = None

@@ -1,9 +1,11 @@
 """Exact and near-duplicate removal.
 
 Exact duplicates share environment version, observation, action and next observation text;
-the first one (lowest rank, then position) is kept. It runs in datatrove's three-stage shape:
-:class:`ExactDedupSignature` (every rank), :class:`ExactDedupFind` (one task),
-:class:`ExactDedupFilter` (every rank, same reader and task count as the signature stage).
+the first one (lowest rank, then position) is kept. It runs on datatrove's bounded-memory
+exact dedup: :class:`ExactDedupSignature` (every rank: sorted signature files),
+:func:`exact_dedup_find` (datatrove's stage 2, one task: a heap merge of those files that
+never holds more than a buffer per file) and :class:`ExactDedupFilter` (every rank, same
+reader and task count as the signature stage), which marks what stage 2 found.
 
 Near duplicates use datatrove's MinHash stages with :func:`minhash_config` (numbers kept) and
 :class:`StateWordTokenizer`, a regex tokenizer that needs no downloads.
@@ -13,13 +15,16 @@ from __future__ import annotations
 
 import hashlib
 import re
-import struct
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from datatrove.data import Document, DocumentsPipeline
+from datatrove.io import DataFolder
+from datatrove.pipeline.dedup.exact_dedup import ExactDedupConfig, ExactFindDedups
+from datatrove.pipeline.dedup.exact_dedup import (
+    ExactDedupSignature as DatatroveExactDedupSignature,
+)
 from datatrove.pipeline.dedup.minhash import (
     MinhashConfig,
     MinhashDedupBuckets,
@@ -29,13 +34,15 @@ from datatrove.pipeline.dedup.minhash import (
 )
 from datatrove.utils.hashing import HashConfig
 from datatrove.utils.text import TextNormConfig
+from datatrove.utils.typeshelper import ExtensionHelperSD
 from datatrove.utils.word_tokenizers import WordTokenizer
 
 from worldtrace.curation.config import MinhashSettings
 from worldtrace.curation.documents import rendered_action, section_texts
+from worldtrace.curation.storage import Location, as_folder
 from worldtrace.curation.tally import TallyStep
 
-_RECORD = struct.Struct("<QI")
+DUPLICATES_SUFFIX = ExtensionHelperSD.stage_2_duplicates
 _WORD = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _SENTENCE = re.compile(r"[^\n]+")
 
@@ -43,68 +50,78 @@ EXACT_DUP = "__curation_exact_dup"
 """Metadata flag set on exact duplicates; :class:`DropMarkedDuplicates` removes them."""
 
 
-def exact_key(doc: Document) -> int:
-    """Return a 64-bit hash of (env version, observation, action, next observation)."""
+def exact_key(doc: Document) -> str:
+    """Return what makes transitions exact duplicates: env version and the three texts."""
     env = doc.metadata.get("env") or {}
-    parts = [str(env.get("version", "")), *section_texts(doc)]
-    digest = hashlib.blake2b("\x00".join(parts).encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "little")
+    return "\x00".join([str(env.get("version", "")), *section_texts(doc)])
 
 
-class ExactDedupSignature(TallyStep):
-    """Writes ``(key hash, position)`` for each document to ``<folder>/<rank>.exact``."""
+EXACT_HASH = HashConfig(precision=64, hash_fc="sha1")
+"""64-bit keys (sha1 needs no optional dependency; the installed xxhash rejects str)."""
+MAX_TASKS = 65535
+"""datatrove's priorities are 16 bits; curation keeps a rank's documents with priority
+``65535 - rank``, so no more tasks than this can be told apart."""
+
+
+def exact_dedup_config() -> ExactDedupConfig:
+    """Datatrove's exact-dedup config for :func:`exact_key` (priorities set per rank)."""
+    return ExactDedupConfig(content_getter=exact_key, hash_config=EXACT_HASH)
+
+
+class ExactDedupSignature(DatatroveExactDedupSignature):
+    """datatrove's exact-dedup stage 1 that forwards the documents it signs.
+
+    Each rank writes its signatures sorted to ``<folder>/0000/<rank>.c4_sig`` (datatrove's
+    layout). Of identical transitions the first one is kept, by rank and then position as
+    they are read: a document's priority is ``65535 - rank`` (datatrove keeps the highest
+    priority, then the lowest position), and positions count the documents reaching this step.
+    """
 
     name = "🎯 exact dedup 1"
-    tally_name = "exact_signature"
 
-    def __init__(self, folder: Path) -> None:
-        super().__init__()
-        self.folder = Path(folder)
+    def __init__(self, folder: Location) -> None:
+        super().__init__(as_folder(folder), exact_dedup_config())
+        self._priority = MAX_TASKS
+
+    def get_hashes(self, doc: Document, doc_idx: int) -> list[tuple[int, int, int]]:
+        """One signature per document: its key's hash, its rank's priority, its position."""
+        return [(self.hash_fc(exact_key(doc)), self._priority, doc_idx)]  # type: ignore[arg-type]
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> Iterator:
-        """Hash every document, forwarding it unchanged."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = self.folder / f"{rank:05d}.exact.tmp"
-        with tmp.open("wb") as out:
-            for index, doc in enumerate(data):
-                out.write(_RECORD.pack(exact_key(doc), index))
-                yield doc
-        tmp.replace(self.folder / f"{rank:05d}.exact")
+        """Sign every document, forwarding it unchanged; write the signatures at the end."""
+        if world_size > MAX_TASKS:
+            raise ValueError(f"exact dedup tells at most {MAX_TASKS} tasks apart")
+        self._priority = MAX_TASKS - rank
+        signatures: list[tuple[int, int, int]] = []
+        for index, doc in enumerate(data):
+            signatures.extend(self.get_hashes(doc, index))
+            yield doc
+        self.save_hashes(rank, signatures)
 
 
-class ExactDedupFind(TallyStep):
-    """Reads every rank's hashes and writes the positions to remove, ``<rank>.remove``."""
+def exact_dedup_find(signatures: Location, duplicates: Location) -> ExactFindDedups:
+    """Datatrove's exact-dedup stage 2 (one task): a heap merge of the sorted signature files.
 
-    name = "🎯 exact dedup 2"
-    tally_name = "exact_find"
+    It writes the positions of every duplicate but the kept one to
+    ``<duplicates>/00000/<rank>.c4_dup``; its memory does not grow with the corpus.
+    """
+    return ExactFindDedups(
+        as_folder(signatures), as_folder(duplicates), exact_dedup_config(), lines_to_buffer=4096
+    )
 
-    def __init__(self, folder: Path, ranks: int) -> None:
-        super().__init__()
-        self.folder = Path(folder)
-        self.ranks = ranks
 
-    def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> Iterator:
-        """Keep the first occurrence of each key across ranks in rank order."""
-        if world_size != 1:
-            raise ValueError("exact dedup stage 2 runs as exactly one task")
-        yield from data or ()
-        seen: set[int] = set()
-        for source in range(self.ranks):
-            path = self.folder / f"{source:05d}.exact"
-            remove: list[int] = []
-            payload = path.read_bytes() if path.exists() else b""
-            for key, index in _RECORD.iter_unpack(payload):
-                if key in seen:
-                    remove.append(index)
-                else:
-                    seen.add(key)
-            tmp = self.folder / f"{source:05d}.remove.tmp"
-            tmp.write_bytes(b"".join(struct.pack("<I", i) for i in sorted(remove)))
-            tmp.replace(self.folder / f"{source:05d}.remove")
+def duplicate_positions(folder: DataFolder, rank: int) -> np.ndarray:
+    """The sorted positions of rank ``rank``'s documents that datatrove's stage 2 found."""
+    files = folder.list_files(glob_pattern=f"*/{rank:05d}{DUPLICATES_SUFFIX}")
+    parts = []
+    for name in files:
+        with folder.open(name, "rb") as handle:
+            parts.append(np.frombuffer(handle.read(), dtype="<u4"))
+    return np.sort(np.concatenate(parts)) if parts else np.empty(0, dtype="<u4")
 
 
 class ExactDedupFilter(TallyStep):
-    """Marks exact duplicates found by :class:`ExactDedupFind` (positions as in stage 1).
+    """Marks the exact duplicates datatrove's stage 2 found (positions as in stage 1).
 
     Duplicates are marked, not dropped, so that the MinHash filter after this step sees the
     same document positions as its signature stage; :class:`DropMarkedDuplicates` drops them.
@@ -113,20 +130,25 @@ class ExactDedupFilter(TallyStep):
     name = "🎯 exact dedup 3"
     tally_name = "exact_filter"
 
-    def __init__(self, folder: Path, tally_folder: Path | None = None) -> None:
+    def __init__(self, folder: Location, tally_folder: Location | None = None) -> None:
         super().__init__(tally_folder)
-        self.folder = Path(folder)
+        self.folder = as_folder(folder)
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> Iterator:
-        """Flag every document whose position is listed for removal."""
-        path = self.folder / f"{rank:05d}.remove"
-        payload = path.read_bytes() if path.exists() else b""
-        remove = {index for (index,) in struct.iter_unpack("<I", payload)}
+        """Flag every document whose position is listed as a duplicate."""
+        remove = duplicate_positions(self.folder, rank)
+        marked = 0
         for index, doc in enumerate(data):
-            if index in remove:
+            if marked < len(remove) and remove[marked] == index:
+                marked += 1
                 doc.metadata[EXACT_DUP] = True
                 self.tally(doc, "exact_duplicates")
             yield doc
+        if marked != len(remove):
+            raise RuntimeError(
+                f"exact dedup: rank {rank} has {len(remove)} duplicates listed but only "
+                f"{marked} documents matched their positions (the input changed?)"
+            )
         self.flush_tallies(rank)
 
 
@@ -136,7 +158,7 @@ class DropMarkedDuplicates(TallyStep):
     name = "🎯 exact dedup drop"
     tally_name = "exact_drop"
 
-    def __init__(self, tally_folder: Path | None = None) -> None:
+    def __init__(self, tally_folder: Location | None = None) -> None:
         super().__init__(tally_folder)
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> Iterator:
@@ -201,32 +223,40 @@ class ActionScopedMinhashSignature(MinhashDedupSignature):
         return shingles ^ salt
 
 
-def minhash_signature(folder: Path, settings: MinhashSettings) -> MinhashDedupSignature:
+def minhash_signature(folder: Location, settings: MinhashSettings) -> MinhashDedupSignature:
     """Return MinHash stage 1 with the offline tokenizer, scoped to the action."""
     return ActionScopedMinhashSignature(
-        output_folder=str(folder),
+        output_folder=as_folder(folder),
         config=minhash_config(settings),
         language=StateWordTokenizer(),  # type: ignore[arg-type]  # accepted by datatrove
     )
 
 
-def minhash_buckets(sigs: Path, buckets: Path, settings: MinhashSettings) -> MinhashDedupBuckets:
+def minhash_buckets(
+    sigs: Location, buckets: Location, settings: MinhashSettings
+) -> MinhashDedupBuckets:
     """Return MinHash stage 2 (run with ``num_buckets`` tasks)."""
     return MinhashDedupBuckets(
-        input_folder=str(sigs), output_folder=str(buckets), config=minhash_config(settings)
+        input_folder=as_folder(sigs),
+        output_folder=as_folder(buckets),
+        config=minhash_config(settings),
     )
 
 
-def minhash_cluster(buckets: Path, remove: Path, settings: MinhashSettings) -> MinhashDedupCluster:
+def minhash_cluster(
+    buckets: Location, remove: Location, settings: MinhashSettings
+) -> MinhashDedupCluster:
     """Return MinHash stage 3 (run as one task)."""
     return MinhashDedupCluster(
-        input_folder=str(buckets), output_folder=str(remove), config=minhash_config(settings)
+        input_folder=as_folder(buckets),
+        output_folder=as_folder(remove),
+        config=minhash_config(settings),
     )
 
 
-def minhash_filter(remove: Path) -> MinhashDedupFilter:
+def minhash_filter(remove: Location) -> MinhashDedupFilter:
     """Return MinHash stage 4 (same reader and task count as stage 1)."""
-    return MinhashDedupFilter(input_folder=str(remove))
+    return MinhashDedupFilter(input_folder=as_folder(remove))
 
 
 def describe(settings: MinhashSettings) -> dict[str, Any]:

@@ -10,18 +10,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.readers.base import BaseDiskReader
 
+from worldtrace.curation.storage import Location, as_folder, describe, read_text, write_text
 from worldtrace.curation.tally import TallyStep
 from worldtrace.schemas import Transition, arrow_schema_of, from_row
 
 TRANSITION_COLUMNS: tuple[str, ...] = tuple(arrow_schema_of(Transition).names)
-TRANSITIONS_GLOB = "*/*.parquet"
 
 
 def row_texts(row: dict[str, Any]) -> tuple[str, str, str]:
@@ -59,16 +58,15 @@ def rendered_action(text: str) -> str:
 class QuarantineLog:
     """Appends quarantined inputs (file, row id, reason) as JSON lines to one file per rank."""
 
-    def __init__(self, folder: Path | None) -> None:
-        self.folder = Path(folder) if folder else None
+    def __init__(self, folder: Location | None) -> None:
+        self.folder = as_folder(folder) if folder is not None else None
         self._handle: Any = None
 
     def open(self, rank: int) -> None:
         """Start this rank's file afresh (a re-run rank replaces its previous entries)."""
         if self.folder is None:
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self._handle = (self.folder / f"{rank:05d}.jsonl").open("w", encoding="utf-8")
+        self._handle = self.folder.open(f"{rank:05d}.jsonl", "w", encoding="utf-8")
 
     def add(self, file: str, reason: str, row_id: str | None = None) -> None:
         """Record one quarantined file or row."""
@@ -86,10 +84,13 @@ class QuarantineLog:
 
 
 class TransitionReader(BaseDiskReader, TallyStep):
-    """Reads ``transitions/<domain>/*.parquet`` under ``data_folder`` into documents.
+    """Reads the transition shards listed in ``paths_file`` (relative to ``data_folder``).
 
+    ``paths_file`` is datatrove's list of files, one a line, shared between the ranks round
+    robin: that is how one reader reads the shards of many runs, on any fsspec filesystem.
     Unreadable files, files with a foreign schema and rows failing validation are written to
-    the quarantine folder with their reason and counted; the run goes on.
+    the quarantine folder with their reason (the file named by its full path or URL) and
+    counted; the run goes on.
 
     Validation is the reader's main cost and curation reads the input twice, so the first
     pass can record its verdicts in ``validation_folder`` (``<rank>.json``: per file read, its
@@ -103,47 +104,42 @@ class TransitionReader(BaseDiskReader, TallyStep):
 
     def __init__(
         self,
-        data_folder: Path,
-        quarantine_folder: Path | None = None,
-        tally_folder: Path | None = None,
-        validation_folder: Path | None = None,
+        data_folder: Location,
+        paths_file: str,
+        quarantine_folder: Location | None = None,
+        tally_folder: Location | None = None,
+        validation_folder: Location | None = None,
         reuse_validation: bool = False,
     ) -> None:
         BaseDiskReader.__init__(
-            self, str(data_folder), glob_pattern=TRANSITIONS_GLOB, add_file_path=False
+            self, as_folder(data_folder), paths_file=paths_file, add_file_path=False
         )
-        self.tally_folder = Path(tally_folder) if tally_folder else None
+        self.tally_folder = as_folder(tally_folder) if tally_folder is not None else None
         self.quarantine = QuarantineLog(quarantine_folder)
-        self.validation_folder = Path(validation_folder) if validation_folder else None
+        self.validation_folder = (
+            as_folder(validation_folder) if validation_folder is not None else None
+        )
         self.reuse_validation = reuse_validation
         # this rank's verdicts: {file: {"rows": n, "invalid": {position: reason}}}
         self._verdicts: dict[str, dict[str, Any]] = {}
         self._recorded: dict[str, dict[str, Any]] = {}
 
     def _reject(self, filepath: str, reason: str, row_id: str | None = None) -> None:
-        self.quarantine.add(filepath, reason, row_id)
+        self.quarantine.add(describe(self.data_folder, filepath), reason, row_id)
         self.tally(None, "quarantined_rows" if row_id is not None else "quarantined_files")
 
-    def _validation_file(self, rank: int) -> Path | None:
-        if self.validation_folder is None:
-            return None
-        return self.validation_folder / f"{rank:05d}.json"
-
     def _load_verdicts(self, rank: int) -> dict[str, dict[str, Any]]:
-        path = self._validation_file(rank)
-        if not self.reuse_validation or path is None or not path.exists():
+        if not self.reuse_validation or self.validation_folder is None:
             return {}
-        recorded: dict[str, dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
+        text = read_text(self.validation_folder, f"{rank:05d}.json")
+        recorded: dict[str, dict[str, Any]] = json.loads(text) if text else {}
         return recorded
 
     def _save_verdicts(self, rank: int) -> None:
-        path = self._validation_file(rank)
-        if self.reuse_validation or path is None:
+        if self.reuse_validation or self.validation_folder is None:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self._verdicts, sort_keys=True), encoding="utf-8")
-        tmp.replace(path)
+        text = json.dumps(self._verdicts, sort_keys=True)
+        write_text(self.validation_folder, f"{rank:05d}.json", text)
 
     def read_file(self, filepath: str) -> DocumentsPipeline:
         """Yield the valid transitions of one parquet file, quarantining the rest."""

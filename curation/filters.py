@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterator
-from pathlib import Path
 
 from datatrove.data import Document, DocumentsPipeline
 
 from worldtrace.curation.config import FilterMode, FilterSettings
 from worldtrace.curation.documents import section_texts
 from worldtrace.curation.labels import add_label
+from worldtrace.curation.storage import Location, as_folder, read_text, write_text
 from worldtrace.curation.tally import TallyStep
 
 
@@ -41,7 +41,7 @@ class TransitionFilter(TallyStep):
     name = "🔻 transition filters"
     tally_name = "filters"
 
-    def __init__(self, settings: FilterSettings, tally_folder: Path | None = None) -> None:
+    def __init__(self, settings: FilterSettings, tally_folder: Location | None = None) -> None:
         super().__init__(tally_folder)
         self.settings = settings
 
@@ -81,9 +81,9 @@ class EpisodeErrorTally(TallyStep):
 
     name = "🔻 episode errors 1"
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Location) -> None:
         super().__init__()
-        self.folder = Path(folder)
+        self.folder = as_folder(folder)
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> Iterator:
         """Count rows and errors per episode, forwarding every document."""
@@ -93,10 +93,7 @@ class EpisodeErrorTally(TallyStep):
             entry[0] += 1
             entry[1] += 1 if doc.metadata.get("action_error") else 0
             yield doc
-        self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = self.folder / f"{rank:05d}.json.tmp"
-        tmp.write_text(json.dumps(counts, sort_keys=True))
-        tmp.replace(self.folder / f"{rank:05d}.json")
+        write_text(self.folder, f"{rank:05d}.json", json.dumps(counts, sort_keys=True))
 
 
 class EpisodeErrorFind(TallyStep):
@@ -104,9 +101,9 @@ class EpisodeErrorFind(TallyStep):
 
     name = "🔻 episode errors 2"
 
-    def __init__(self, folder: Path, max_error_fraction: float) -> None:
+    def __init__(self, folder: Location, max_error_fraction: float) -> None:
         super().__init__()
-        self.folder = Path(folder)
+        self.folder = as_folder(folder)
         self.max_error_fraction = max_error_fraction
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> Iterator:
@@ -115,8 +112,8 @@ class EpisodeErrorFind(TallyStep):
             raise ValueError("episode error stage 2 runs as exactly one task")
         yield from data or ()
         totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        for path in sorted(self.folder.glob("[0-9]*.json")):
-            for episode, (rows, errors) in json.loads(path.read_text()).items():
+        for name in self.folder.list_files(glob_pattern="[0-9]*.json", recursive=False):
+            for episode, (rows, errors) in json.loads(read_text(self.folder, name) or "{}").items():
                 totals[episode][0] += rows
                 totals[episode][1] += errors
         bad = sorted(
@@ -124,9 +121,7 @@ class EpisodeErrorFind(TallyStep):
             for episode, (rows, errors) in totals.items()
             if rows and errors / rows > self.max_error_fraction
         )
-        tmp = self.folder / "bad.json.tmp"
-        tmp.write_text(json.dumps(bad))
-        tmp.replace(self.folder / "bad.json")
+        write_text(self.folder, "bad.json", json.dumps(bad))
 
 
 class EpisodeErrorFilter(TallyStep):
@@ -135,15 +130,16 @@ class EpisodeErrorFilter(TallyStep):
     name = "🔻 episode errors 3"
     tally_name = "episode_filter"
 
-    def __init__(self, folder: Path, mode: FilterMode, tally_folder: Path | None = None) -> None:
+    def __init__(
+        self, folder: Location, mode: FilterMode, tally_folder: Location | None = None
+    ) -> None:
         super().__init__(tally_folder)
-        self.folder = Path(folder)
+        self.folder = as_folder(folder)
         self.mode = mode
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> Iterator:
         """Forward documents, dropping or labelling rows of error-dominated episodes."""
-        path = self.folder / "bad.json"
-        bad = set(json.loads(path.read_text())) if path.exists() else set()
+        bad = set(json.loads(read_text(self.folder, "bad.json") or "[]"))
         for doc in data:
             if str(doc.metadata.get("episode_id")) in bad and not apply_mode(
                 self, doc, "error_episode", self.mode

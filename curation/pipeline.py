@@ -1,11 +1,17 @@
 """The curation run: datatrove stages from transition shards to a curated corpus folder.
 
+Input: one or many runs and corpora of any domains (:mod:`worldtrace.curation.inputs`),
+read as one: their shards are listed in ``.curation/inputs.txt``, datatrove's paths file,
+relative to the folder that holds them all. Input and output may be local paths or any fsspec
+URL; every file is reached through datatrove's ``DataFolder`` (:mod:`.storage`).
+
 Output layout::
 
     <out>/transitions/<domain>/part-<rank>-NNNNN.parquet   curated transitions, shared schema
-    <out>/episodes.parquet      the input's episodes that still have transitions (if any)
+    <out>/episodes.parquet      the inputs' episodes that still have transitions (if any)
     <out>/quarantine.jsonl      unreadable files, foreign schemas and invalid rows, with reasons
     <out>/stats.json            counts, rates and lengths per domain and environment version
+    <out>/corpus.json           the manifest, with every input; written last
     <out>/.curation/            datatrove logs and completions per stage, intermediate files,
                                 the configuration and input fingerprint a resume must match
 
@@ -30,44 +36,67 @@ import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from datatrove.executor.base import PipelineExecutor
 from datatrove.executor.local import LocalPipelineExecutor
+from datatrove.io import DataFolder
 from datatrove.pipeline.base import PipelineStep
-from pydantic import BaseModel
+from fsspec.implementations.memory import MemoryFileSystem
+from pydantic import BaseModel, Field
 
 from worldtrace.curation.config import CurationConfig
 from worldtrace.curation.decontam import Decontaminate
 from worldtrace.curation.dedup import (
     DropMarkedDuplicates,
     ExactDedupFilter,
-    ExactDedupFind,
     ExactDedupSignature,
+    exact_dedup_find,
     minhash_buckets,
     minhash_cluster,
     minhash_filter,
     minhash_signature,
 )
-from worldtrace.curation.documents import TRANSITIONS_GLOB, TransitionReader
+from worldtrace.curation.documents import TransitionReader
 from worldtrace.curation.filters import (
     EpisodeErrorFilter,
     EpisodeErrorFind,
     EpisodeErrorTally,
     TransitionFilter,
 )
+from worldtrace.curation.inputs import (
+    CORPUS_MANIFEST,
+    EPISODES_TABLE,
+    TRANSITIONS,
+    CurationInput,
+    find_inputs,
+    shared_folder,
+)
 from worldtrace.curation.logs import install as install_log_routing
 from worldtrace.curation.scrub import ScrubStep
 from worldtrace.curation.stats import build_stats, write_stats
+from worldtrace.curation.storage import (
+    Location,
+    as_folder,
+    describe,
+    local_path,
+    read_text,
+    scan_parquet,
+    subfolder,
+    write_bytes_file,
+    write_json,
+    write_text,
+)
 from worldtrace.curation.tally import Checkpoint
 from worldtrace.curation.writers import TransitionWriter
 from worldtrace.schemas.errors import InputError, SetupError
-from worldtrace.schemas.layouts import CorpusLayout
+from worldtrace.schemas.layouts import CorpusLayout, CorpusManifest
 
 
 class CurationError(InputError, RuntimeError):
@@ -81,33 +110,37 @@ class StageIncomplete(SetupError, CurationError):
 class CurationReport(BaseModel):
     """What a curation run did."""
 
-    output_dir: Path
+    output_dir: str = Field(description="the corpus: an absolute path or an fsspec URL")
+    inputs: list[str] = Field(description="the runs and corpora curated into it")
     rows_in: int
     rows_out: int
     quarantined_files: int
     quarantined_rows: int
     stages_run: list[str]
     stages_skipped: list[str]
-    stats_path: Path
+    stats_path: str
 
 
 class _Paths:
-    """Where each stage reads and writes inside the output folder."""
+    """Where each stage reads and writes: the inputs' shared folder and the output's folders."""
 
-    def __init__(self, input_dir: Path, output_dir: Path) -> None:
-        self.input = input_dir / "transitions"
-        self.output = output_dir
-        self.work = output_dir / ".curation"
-        self.logs = self.work / "logs"
-        self.exact = self.work / "exact"
-        self.episodes = self.work / "episodes"
-        self.sigs = self.work / "minhash" / "signatures"
-        self.buckets = self.work / "minhash" / "buckets"
-        self.remove = self.work / "minhash" / "remove"
-        self.tallies = self.work / "tallies"
-        self.quarantine = self.work / "quarantine"
-        self.validation = self.work / "validation"
-        self.transitions = output_dir / "transitions"
+    def __init__(self, inputs: list[CurationInput], output: DataFolder) -> None:
+        self.inputs = inputs
+        self.input, self.files = shared_folder(inputs)
+        self.output = output
+        self.work = subfolder(output, ".curation")
+        self.paths_file = describe(self.work, "inputs.txt")
+        self.logs = subfolder(self.work, "logs")
+        self.exact_signatures = subfolder(self.work, "exact/signatures")
+        self.exact_duplicates = subfolder(self.work, "exact/duplicates")
+        self.episodes = subfolder(self.work, "episodes")
+        self.sigs = subfolder(self.work, "minhash/signatures")
+        self.buckets = subfolder(self.work, "minhash/buckets")
+        self.remove = subfolder(self.work, "minhash/remove")
+        self.tallies = subfolder(self.work, "tallies")
+        self.quarantine = subfolder(self.work, "quarantine")
+        self.validation = subfolder(self.work, "validation")
+        self.transitions = subfolder(output, "transitions")
 
 
 def _prefix(config: CurationConfig, paths: _Paths, final: bool) -> list[PipelineStep]:
@@ -117,6 +150,7 @@ def _prefix(config: CurationConfig, paths: _Paths, final: bool) -> list[Pipeline
     # them, skipping the same rows so that positions line up for the dedup filters
     reader = TransitionReader(
         paths.input,
+        paths.paths_file,
         quarantine_folder=paths.quarantine if final else None,
         tally_folder=tallies,
         validation_folder=paths.validation,
@@ -136,7 +170,7 @@ def _stages(config: CurationConfig, paths: _Paths) -> list[tuple[str, list[Pipel
     """Return ``(name, pipeline, tasks)`` for every stage, in order."""
     tasks, minhash = config.tasks, config.minhash
     prepare = _prefix(config, paths, final=False)
-    prepare.append(ExactDedupSignature(paths.exact))
+    prepare.append(ExactDedupSignature(paths.exact_signatures))
     if minhash.enabled:
         prepare.append(minhash_signature(paths.sigs, minhash))
     stages: list[tuple[str, list[PipelineStep], int]] = [("prepare", prepare, tasks)]
@@ -146,7 +180,7 @@ def _stages(config: CurationConfig, paths: _Paths) -> list[tuple[str, list[Pipel
         )
         stages.append(("cluster", [minhash_cluster(paths.buckets, paths.remove, minhash)], 1))
     resolve: list[PipelineStep] = [
-        ExactDedupFind(paths.exact, ranks=tasks),
+        exact_dedup_find(paths.exact_signatures, paths.exact_duplicates),
         EpisodeErrorFind(paths.episodes, config.filters.max_error_fraction),
     ]
     stages.append(("resolve", resolve, 1))
@@ -154,7 +188,7 @@ def _stages(config: CurationConfig, paths: _Paths) -> list[tuple[str, list[Pipel
     write = _prefix(config, paths, final=True)
     write.append(Checkpoint("before_minhash", tallies))
     if config.exact_dedup:
-        write.append(ExactDedupFilter(paths.exact, tally_folder=tallies))
+        write.append(ExactDedupFilter(paths.exact_duplicates, tally_folder=tallies))
     if minhash.enabled:
         write.append(minhash_filter(paths.remove))
     write += [
@@ -172,92 +206,161 @@ def _stages(config: CurationConfig, paths: _Paths) -> list[tuple[str, list[Pipel
     return stages
 
 
-def input_fingerprint(input_dir: Path) -> dict[str, list[int | str]]:
-    """Return ``{path: [size, blake2b of the bytes]}`` for every transition shard read.
+Fingerprint = dict[str, dict[str, list[int | str]]]
+"""``{input: {shard relative to its transitions/: [size, blake2b of the bytes]}}``."""
+
+
+def input_fingerprint(inputs: list[CurationInput]) -> Fingerprint:
+    """Return the size and content hash of every transition shard of every input.
 
     Stages resumed on changed input would mix verdicts and document positions of two inputs
     (the dedup and validation records are by position), so a resumed run compares this. The
     content is hashed rather than the modification time read because collection rewrites
     identical shards when it resumes.
     """
-    root = Path(input_dir) / "transitions"
-    fingerprint: dict[str, list[int | str]] = {}
-    for path in sorted(root.glob(TRANSITIONS_GLOB)):
-        with path.open("rb") as handle:
-            digest = hashlib.file_digest(handle, "blake2b").hexdigest()
-        fingerprint[path.relative_to(root).as_posix()] = [path.stat().st_size, digest]
+    fingerprint: Fingerprint = {}
+    for found in inputs:
+        files: dict[str, list[int | str]] = {}
+        for shard in found.shards:
+            with found.folder.open(shard, "rb") as handle:
+                digest = hashlib.file_digest(handle, "blake2b").hexdigest()
+            size = int(found.folder.size(shard))
+            files[shard.removeprefix(f"{TRANSITIONS}/")] = [size, digest]
+        fingerprint[found.url] = files
     return fingerprint
 
 
-def _input_changes(before: dict[str, list[int | str]], now: dict[str, list[int | str]]) -> str:
-    """Describe how the input changed, naming a few files of each kind of change."""
-
-    def names(files: list[str]) -> str:
-        shown = ", ".join(files[:3])
-        return f"{shown} and {len(files) - 3} more" if len(files) > 3 else shown
-
-    changes = {
-        "added": sorted(set(now) - set(before)),
-        "removed": sorted(set(before) - set(now)),
-        "changed": sorted(name for name in set(now) & set(before) if now[name] != before[name]),
-    }
-    return "; ".join(f"{kind}: {names(files)}" for kind, files in changes.items() if files)
+def _names(files: list[str]) -> str:
+    shown = ", ".join(files[:3])
+    return f"{shown} and {len(files) - 3} more" if len(files) > 3 else shown
 
 
-def _check_resume(paths: _Paths, settings: dict[str, Any], input_dir: Path) -> None:
+def _input_changes(before: Fingerprint, now: Fingerprint) -> str:
+    """Describe how the inputs changed, naming a few of each kind of change."""
+    changes = []
+    if added := sorted(set(now) - set(before)):
+        changes.append(f"inputs added: {_names(added)}")
+    if removed := sorted(set(before) - set(now)):
+        changes.append(f"inputs removed: {_names(removed)}")
+    for url in [url for url in now if url in before]:
+        old, new = before[url], now[url]
+        kinds = {
+            "added": sorted(set(new) - set(old)),
+            "removed": sorted(set(old) - set(new)),
+            "changed": sorted(name for name in set(new) & set(old) if new[name] != old[name]),
+        }
+        if described := "; ".join(f"{k}: {_names(v)}" for k, v in kinds.items() if v):
+            changes.append(f"in {url}: {described}")
+    return "; ".join(changes)
+
+
+def _recorded_fingerprint(text: str, inputs: list[CurationInput]) -> Fingerprint:
+    """Read ``input.json``; one written before inputs were listed covers a single input."""
+    recorded = json.loads(text)
+    if recorded and all(isinstance(value, list) for value in recorded.values()):
+        return {inputs[0].url if len(inputs) == 1 else "(one earlier input)": recorded}
+    fingerprint: Fingerprint = recorded
+    return fingerprint
+
+
+def _check_resume(paths: _Paths, settings: dict[str, Any]) -> None:
     """Refuse to resume an output started with another configuration or on other input.
 
-    On success the configuration and the input fingerprint are recorded for the next run.
-    An output without a recorded fingerprint (curated before it was kept) adopts the
-    current input.
+    On success the configuration, the input fingerprint and the list of shards the readers
+    share (``inputs.txt``, datatrove's paths file) are recorded for the next run. An output
+    without a recorded fingerprint (curated before it was kept) adopts the current input.
     """
-    settings_file = paths.work / "config.json"
-    if settings_file.exists() and json.loads(settings_file.read_text()) != settings:
+    work, output = paths.work, describe(paths.output)
+    recorded_settings = read_text(work, "config.json")
+    if recorded_settings is not None and json.loads(recorded_settings) != settings:
         raise CurationError(
-            f"{paths.output} was curated with another configuration; use a fresh output folder"
+            f"{output} was curated with another configuration; use a fresh output folder"
         )
-    input_file = paths.work / "input.json"
-    fingerprint = input_fingerprint(input_dir)
-    if input_file.exists():
-        recorded = json.loads(input_file.read_text())
-        if recorded != fingerprint:
+    fingerprint = input_fingerprint(paths.inputs)
+    recorded = read_text(work, "input.json")
+    if recorded is not None:
+        before = _recorded_fingerprint(recorded, paths.inputs)
+        if before != fingerprint:
             raise CurationError(
-                f"the input {input_dir} changed since {paths.output} was started "
-                f"({_input_changes(recorded, fingerprint)}); finished stages would not match "
+                f"the input changed since {output} was started "
+                f"({_input_changes(before, fingerprint)}); finished stages would not match "
                 "it: use a fresh output folder (or delete this one) to curate it again"
             )
-    settings_file.write_text(json.dumps(settings, indent=2, sort_keys=True))
-    input_file.write_text(json.dumps(fingerprint, indent=1, sort_keys=True))
+    write_text(work, "config.json", json.dumps(settings, indent=2, sort_keys=True))
+    write_text(work, "input.json", json.dumps(fingerprint, indent=1, sort_keys=True))
+    write_text(work, "inputs.txt", "".join(f"{name}\n" for name in paths.files))
 
 
 def _merge_quarantine(paths: _Paths) -> None:
     lines: list[str] = []
-    for path in sorted(paths.quarantine.glob("*.jsonl")):
-        lines += [line for line in path.read_text(encoding="utf-8").splitlines() if line]
-    target = paths.output / "quarantine.jsonl"
-    tmp = target.with_suffix(".jsonl.tmp")
-    tmp.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
-    tmp.replace(target)
+    for name in paths.quarantine.list_files(glob_pattern="*.jsonl", recursive=False):
+        text = read_text(paths.quarantine, name) or ""
+        lines += [line for line in text.splitlines() if line]
+    write_text(paths.output, "quarantine.jsonl", "".join(f"{line}\n" for line in lines))
 
 
-def _derive_episodes(input_dir: Path, paths: _Paths) -> int | None:
-    """Copy the input's episodes that still have transitions; return how many, or None."""
-    source = input_dir / "episodes.parquet"
-    if not source.exists():
+def _read_episodes(found: CurationInput) -> pa.Table:
+    with found.folder.open(EPISODES_TABLE, "rb") as handle:
+        return pq.read_table(handle)
+
+
+def _merge_episodes(inputs: list[CurationInput]) -> pa.Table | None:
+    """The inputs' episodes tables as one, each episode once.
+
+    An episode in two inputs (a run and a corpus curated from it) is the same episode when
+    its rows are equal, and kept once; differing rows are two runs that share a run name,
+    whose transitions would share ids: an :class:`InputError`.
+    """
+    tables, sources = [], []
+    for found in inputs:
+        if found.has_episodes:
+            table = _read_episodes(found)
+            tables.append(table)
+            sources += [found.url] * table.num_rows
+    if not tables:
         return None
-    files = sorted(paths.transitions.glob("*/*.parquet"))
+    merged = pa.concat_tables(tables, promote_options="default")
+    first = pl.from_arrow(merged["episode_id"]).is_first_distinct().to_arrow()  # type: ignore[union-attr]
+    if pc.all(first).as_py():
+        return merged
+    positions: dict[str, int] = {}
+    ids = merged["episode_id"].to_pylist()
+    for index, episode in enumerate(ids):
+        if episode not in positions:
+            positions[episode] = index
+            continue
+        kept = positions[episode]
+        if merged.slice(index, 1).to_pylist() != merged.slice(kept, 1).to_pylist():
+            raise InputError(
+                f"episode {episode} is in {sources[kept]} and in {sources[index]} with "
+                "different records: two runs share a run name; curate them into separate "
+                "corpora or collect one again under another --run-name"
+            )
+    return merged.filter(first)
+
+
+def _derive_episodes(paths: _Paths) -> int | None:
+    """Write the inputs' episodes that still have transitions; return how many, or None."""
+    table = _merge_episodes(paths.inputs)
+    if table is None:
+        return None
+    files = paths.transitions.list_files(glob_pattern="*/*.parquet")
     kept = (
-        pl.scan_parquet(files).select("episode_id").unique().collect()["episode_id"].to_list()
+        scan_parquet(paths.transitions, files)
+        .select("episode_id")
+        .unique()
+        .collect()["episode_id"]
+        .to_list()
         if files
         else []
     )
-    table = pq.read_table(source)
     table = table.filter(pc.is_in(table["episode_id"], value_set=pc.cast(kept, "string")))
     table = table.sort_by("episode_id")
-    target = paths.output / "episodes.parquet"
-    tmp = target.with_suffix(".parquet.tmp")
-    pq.write_table(table, tmp, compression="zstd")
-    tmp.replace(target)
+    write_bytes_file(
+        paths.output,
+        EPISODES_TABLE,
+        lambda handle: pq.write_table(table, handle, compression="zstd"),
+    )
     return table.num_rows
 
 
@@ -339,16 +442,17 @@ _MAX_SOCKET_FOLDER = 70
 def _multiprocess_tempdir(paths: _Paths) -> Iterator[None]:
     """Keep ``multiprocess``'s temporary folder (``pymp-*``) where the next run cleans it.
 
-    It holds the manager's and forkserver's sockets: under the output's work folder when the
-    path is short enough for a Unix socket address (108 bytes), else under ``/tmp`` (short
-    whatever ``TMPDIR`` says) with a name derived from the output. Whatever a killed run left
-    there is removed first.
+    It holds the manager's and forkserver's sockets: under the output's work folder when that
+    is on the local disk and its path is short enough for a Unix socket address (108 bytes),
+    else under ``/tmp`` (short whatever ``TMPDIR`` says) with a name derived from the output.
+    Whatever a killed run left there is removed first.
     """
     import multiprocess.process
 
-    folder = paths.work / "tmp"
-    if len(str(folder)) > _MAX_SOCKET_FOLDER:
-        digest = hashlib.sha256(str(paths.output).encode()).hexdigest()[:12]
+    work = local_path(paths.work)
+    folder = work / "tmp" if work is not None else None
+    if folder is None or len(str(folder)) > _MAX_SOCKET_FOLDER:
+        digest = hashlib.sha256(describe(paths.output).encode()).hexdigest()[:12]
         short = Path("/tmp") if Path("/tmp").is_dir() else Path(tempfile.gettempdir())
         folder = short / f"worldtrace-curate-{digest}"
     shutil.rmtree(folder, ignore_errors=True)
@@ -367,7 +471,7 @@ def _multiprocess_tempdir(paths: _Paths) -> Iterator[None]:
 
 
 def _make_executor(
-    kind: str, pipeline: list[PipelineStep], tasks: int, workers: int, logging_dir: Path
+    kind: str, pipeline: list[PipelineStep], tasks: int, workers: int, logging_dir: Location
 ) -> PipelineExecutor:
     """A datatrove executor of ``kind`` for one stage; both kinds share the logging layout."""
     workers = max(1, min(workers, tasks))
@@ -378,12 +482,12 @@ def _make_executor(
             pipeline=pipeline,
             tasks=tasks,
             workers=workers,
-            logging_dir=str(logging_dir),
+            logging_dir=as_folder(logging_dir),
             cpus_per_task=1,
             mem_per_cpu_gb=1,
         )
     return _LocalExecutor(
-        pipeline=pipeline, tasks=tasks, workers=workers, logging_dir=str(logging_dir)
+        pipeline=pipeline, tasks=tasks, workers=workers, logging_dir=as_folder(logging_dir)
     )
 
 
@@ -402,7 +506,7 @@ def _run_stage(
     pipeline: list[PipelineStep],
     tasks: int,
     workers: int,
-    logs: Path,
+    logs: Location,
     kind: str = "local",
 ) -> bool:
     """Run one stage; return whether any task had to run. Raise if a task is left incomplete.
@@ -410,7 +514,7 @@ def _run_stage(
     Completion is read from the stage's ``completions/`` folder for both executors: Ray's
     ``run()`` only logs a warning when tasks fail, so its result is never trusted.
     """
-    executor = _make_executor(kind, pipeline, tasks, workers, logs / name)
+    executor = _make_executor(kind, pipeline, tasks, workers, subfolder(as_folder(logs), name))
     pending = executor.get_incomplete_ranks()
     if pending:
         executor.run()
@@ -437,35 +541,64 @@ def _start_ray(workers: int) -> bool:
     return True
 
 
+def _check_shared_memory(paths: _Paths, workers: int, executor: str) -> None:
+    """Refuse ``memory://`` folders where other processes would have to see them.
+
+    fsspec's memory filesystem lives in one process: datatrove's pool workers (``workers``
+    above 1) and Ray's workers would write their signatures, tallies and shards into copies
+    of it that this process never sees. With one worker the local executor runs every task
+    in this process, so ``memory://`` works there.
+    """
+    if workers <= 1 and executor == "local":
+        return
+    for folder in (paths.input, paths.output):
+        if isinstance(folder.fs, MemoryFileSystem):
+            raise InputError(
+                f"{describe(folder)} is in this process's memory, which datatrove's worker "
+                "processes cannot share: use --workers 1 with the local executor, or a "
+                "folder on disk or in object storage"
+            )
+
+
 def curate(
-    input_dir: Path,
-    output_dir: Path,
+    sources: Location | Sequence[str | Path],
+    output: str | Path,
     config: CurationConfig | None = None,
     workers: int = 1,
     executor: str = "local",
 ) -> CurationReport:
-    """Curate the transitions of ``input_dir`` (a run or corpus folder) into ``output_dir``.
+    """Curate the transitions of ``sources`` into one corpus at ``output``.
+
+    ``sources`` is one or several runs or corpora, folders of them or globs (see
+    :mod:`worldtrace.curation.inputs`), of any domains; each may be a local path or an fsspec
+    URL, as may ``output``. Their shards are read as one input: exact and near duplicates are
+    found across all of them (the first kept, by input URL, file and position), their episodes
+    tables merged, and every input recorded in ``corpus.json``.
 
     Re-running on the same output finishes only the missing work; a finished output is left
-    as it is. Raises :class:`CurationError` when a stage leaves tasks incomplete, and before
-    any work when the output was started with another configuration or on input that has
-    changed since (shards added, removed, resized or modified).
+    as it is. Raises :class:`InputError` for a source that holds no run or corpus, and
+    :class:`CurationError` when a stage leaves tasks incomplete, and before any work when the
+    output was started with another configuration or on inputs that have changed since
+    (inputs or shards added or removed, shards resized or modified).
 
     ``executor`` is ``"local"`` (datatrove's local executor, ``workers`` processes) or
     ``"ray"``: the same stages and logging folders on Ray, using the initialised Ray or the
     cluster at ``RAY_ADDRESS``, else a local instance of ``workers`` CPUs started and shut
-    down by this call.
+    down by this call. ``memory://`` works with the local executor and one worker only
+    (:func:`_check_shared_memory` says why).
     """
     if executor not in ("local", "ray"):
         raise InputError(f"unknown executor {executor!r} (expected 'local' or 'ray')")
     config = config or CurationConfig()
-    input_dir, output_dir = Path(input_dir).resolve(), Path(output_dir).resolve()
-    if not (input_dir / "transitions").is_dir():
-        raise InputError(f"no transitions folder in {input_dir}: not a run or a corpus")
-    paths = _Paths(input_dir, output_dir)
-    paths.work.mkdir(parents=True, exist_ok=True)
+    listed = [sources] if isinstance(sources, str | Path | DataFolder) else list(sources)
+    inputs = find_inputs([describe(s) if isinstance(s, DataFolder) else s for s in listed])
+    paths = _Paths(inputs, as_folder(output))
+    _check_shared_memory(paths, workers, executor)
+    if not paths.files and read_text(paths.work, "input.json") is None:
+        names = ", ".join(found.url for found in inputs)
+        raise InputError(f"no transition shards in {names}: nothing to curate")
     settings = config.model_dump(mode="json")
-    _check_resume(paths, settings, input_dir)
+    _check_resume(paths, settings)
     ran, skipped = [], []
     _children_die_with_parent()
     started_ray = _start_ray(workers) if executor == "ray" else False
@@ -480,20 +613,30 @@ def curate(
 
             ray.shutdown()
     _merge_quarantine(paths)
-    episodes = _derive_episodes(input_dir, paths)
-    extra: dict[str, Any] = {"config": settings, "episodes_out": episodes}
-    stats = build_stats(output_dir, paths.tallies, extra)
-    stats_path = output_dir / "stats.json"
-    write_stats(stats_path, stats)
+    episodes = _derive_episodes(paths)
+    urls = [found.url for found in inputs]
+    extra: dict[str, Any] = {"config": settings, "episodes_out": episodes, "inputs": urls}
+    stats = build_stats(paths.transitions, paths.tallies, extra)
+    write_stats(paths.output, "stats.json", stats)
     # Last: a corpus with a manifest is one curation finished (publishing checks it).
-    CorpusLayout(output_dir).write_manifest([str(input_dir)])
+    _write_manifest(paths.output, urls)
     return CurationReport(
-        output_dir=output_dir,
+        output_dir=describe(paths.output),
+        inputs=urls,
         rows_in=stats["total"]["rows_in"],
         rows_out=stats["total"]["rows_out"],
         quarantined_files=stats["quarantine"]["files"],
         quarantined_rows=stats["quarantine"]["rows"],
         stages_run=ran,
         stages_skipped=skipped,
-        stats_path=stats_path,
+        stats_path=describe(paths.output, "stats.json"),
     )
+
+
+def _write_manifest(output: DataFolder, inputs: list[str]) -> None:
+    """Write ``corpus.json`` (with the layouts module's writer on a local disk)."""
+    root = local_path(output)
+    if root is not None:
+        CorpusLayout(root).write_manifest(inputs)
+    else:
+        write_json(output, CORPUS_MANIFEST, CorpusManifest(inputs=inputs).model_dump(mode="json"))

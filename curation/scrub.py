@@ -32,7 +32,6 @@ import re
 from bisect import bisect_left, bisect_right
 from collections import Counter, OrderedDict
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from datatrove.data import DocumentsPipeline
@@ -41,6 +40,7 @@ from worldtrace.collectors.terminal.actions import is_key_name
 from worldtrace.curation.config import ScrubSettings
 from worldtrace.curation.documents import render_transition
 from worldtrace.curation.secrets import PII_KINDS, Finding, SecretFinder, merge, placeholder
+from worldtrace.curation.storage import Location
 from worldtrace.curation.tally import TallyStep
 
 TERMINAL_FORMAT = "terminal-screen"
@@ -527,7 +527,7 @@ class ScrubStep(TallyStep):
     name = "🕵 scrub"
     tally_name = "scrub"
 
-    def __init__(self, settings: ScrubSettings, tally_folder: Path | None = None) -> None:
+    def __init__(self, settings: ScrubSettings, tally_folder: Location | None = None) -> None:
         super().__init__(tally_folder)
         self.settings = settings
 

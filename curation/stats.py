@@ -7,13 +7,12 @@ text lengths are measured on the written transitions with polars.
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
-from pathlib import Path
 from typing import Any
 
-import polars as pl
+from datatrove.io import DataFolder
 
+from worldtrace.curation.storage import scan_parquet, write_json
 from worldtrace.curation.tally import ALL, read_tallies
 
 QUANTILES = (0.5, 0.9, 0.99)
@@ -69,13 +68,15 @@ def _summary(counts: Counter[str]) -> dict[str, Any]:
     }
 
 
-def _lengths(transitions: Path) -> dict[str, dict[str, Any]]:
+def _lengths(transitions: DataFolder) -> dict[str, dict[str, Any]]:
     """Return text length quantiles per ``domain|env`` of the written shards."""
-    files = sorted(transitions.glob("*/*.parquet"))
+    import polars as pl
+
+    files = transitions.list_files(glob_pattern="*/*.parquet")
     if not files:
         return {}
     frame = (
-        pl.scan_parquet(files)
+        scan_parquet(transitions, files)
         .select(
             pl.col("domain"),
             pl.col("env").struct.field("version").alias("env_version"),
@@ -103,11 +104,13 @@ def _lengths(transitions: Path) -> dict[str, dict[str, Any]]:
     return result
 
 
-def build_stats(output_dir: Path, tally_folder: Path, extra: dict[str, Any]) -> dict[str, Any]:
-    """Return the statistics of a finished curation."""
+def build_stats(
+    transitions: DataFolder, tally_folder: DataFolder, extra: dict[str, Any]
+) -> dict[str, Any]:
+    """Return the statistics of a finished curation whose shards are in ``transitions``."""
     groups = _group_counts(read_tallies(tally_folder))
     global_counts = groups.pop(f"{ALL}|{ALL}", Counter())
-    lengths = _lengths(output_dir / "transitions")
+    lengths = _lengths(transitions)
     domains: dict[str, Any] = {}
     domain_totals: dict[str, Counter[str]] = defaultdict(Counter)
     for key in sorted(groups):
@@ -131,8 +134,6 @@ def build_stats(output_dir: Path, tally_folder: Path, extra: dict[str, Any]) -> 
     }
 
 
-def write_stats(path: Path, stats: dict[str, Any]) -> None:
-    """Write ``stats`` as indented JSON, atomically."""
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(stats, indent=2, sort_keys=True))
-    tmp.replace(path)
+def write_stats(folder: DataFolder, name: str, stats: dict[str, Any]) -> None:
+    """Write ``stats`` as indented JSON to ``name`` in ``folder`` (atomically on a local disk)."""
+    write_json(folder, name, stats)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from datatrove.data import Document
+from datatrove.io import DataFolder
 from datatrove.pipeline.base import PipelineStep
+
+from worldtrace.curation.storage import Location, as_folder, write_text
 
 ALL = "*"
 
@@ -30,9 +32,9 @@ class TallyStep(PipelineStep):
     type = "🧮 - CURATION"
     tally_name = "step"
 
-    def __init__(self, tally_folder: Path | None = None) -> None:
+    def __init__(self, tally_folder: Location | None = None) -> None:
         super().__init__()
-        self.tally_folder = Path(tally_folder) if tally_folder else None
+        self.tally_folder = as_folder(tally_folder) if tally_folder is not None else None
         self.tallies: Counter[str] = Counter()
 
     def tally(self, doc: Document | None, event: str, value: int = 1) -> None:
@@ -45,25 +47,19 @@ class TallyStep(PipelineStep):
         """Write this rank's counts (nothing happens without a tally folder)."""
         if self.tally_folder is None:
             return
-        folder = self.tally_folder / self.tally_name
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f"{rank:05d}.json.tmp"
-        tmp.write_text(json.dumps(dict(self.tallies), sort_keys=True))
-        tmp.replace(folder / f"{rank:05d}.json")
+        name = f"{self.tally_name}/{rank:05d}.json"
+        write_text(self.tally_folder, name, json.dumps(dict(self.tallies), sort_keys=True))
 
 
-def read_tallies(tally_folder: Path) -> dict[str, Counter[str]]:
+def read_tallies(tally_folder: DataFolder) -> dict[str, Counter[str]]:
     """Sum every rank's counts: ``{tally_name: Counter("domain|env|event" -> n)}``."""
     result: dict[str, Counter[str]] = {}
-    if not tally_folder.is_dir():
-        return result
-    for folder in sorted(p for p in tally_folder.iterdir() if p.is_dir()):
-        total: Counter[str] = Counter()
-        for path in sorted(folder.glob("*.json")):
-            data: dict[str, Any] = json.loads(path.read_text())
-            total.update({key: int(value) for key, value in data.items()})
-        result[folder.name] = total
-    return result
+    for path in tally_folder.list_files(glob_pattern="*/*.json"):
+        with tally_folder.open(path, "r", encoding="utf-8") as handle:
+            data: dict[str, Any] = json.load(handle)
+        total = result.setdefault(path.split("/")[0], Counter())
+        total.update({key: int(value) for key, value in data.items()})
+    return dict(sorted(result.items()))
 
 
 class Checkpoint(TallyStep):
@@ -71,7 +67,7 @@ class Checkpoint(TallyStep):
 
     name = "checkpoint"
 
-    def __init__(self, name: str, tally_folder: Path | None = None) -> None:
+    def __init__(self, name: str, tally_folder: Location | None = None) -> None:
         super().__init__(tally_folder)
         self.tally_name = f"checkpoint_{name}"
         self.name = f"checkpoint {name}"

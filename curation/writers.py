@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 from datatrove.data import Document
@@ -17,6 +16,7 @@ from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from worldtrace.curation.documents import TRANSITION_COLUMNS
 from worldtrace.curation.labels import labels_of
+from worldtrace.curation.storage import Location, as_folder
 from worldtrace.schemas import Transition, arrow_schema_of
 
 
@@ -38,9 +38,9 @@ class TransitionWriter(ParquetWriter):
 
     name = "📒 Transitions"
 
-    def __init__(self, output_folder: Path, max_file_size: int = 512 * 2**20) -> None:
+    def __init__(self, output_folder: Location, max_file_size: int = 512 * 2**20) -> None:
         super().__init__(
-            str(output_folder),
+            as_folder(output_folder),
             output_filename="${domain}/part-${rank}.parquet",
             compression="zstd",
             adapter=lambda _self, doc: row_of(doc),

@@ -270,21 +270,28 @@ def normalize(
 
 @app.command()
 def curate(
-    source: Annotated[Path, typer.Argument(help="a run directory or a folder of runs")],
-    out: Annotated[Path, typer.Option(help="corpus folder to write")],
+    sources: Annotated[
+        list[str],
+        typer.Argument(
+            help="runs or corpora of any domains, folders of runs, or globs (quoted); "
+            "local paths or fsspec URLs",
+            show_default=False,
+        ),
+    ],
+    out: Annotated[str, typer.Option(help="corpus folder to write (a path or an fsspec URL)")],
     config_file: Annotated[
         Path | None, typer.Option("--config", "-c", help="YAML curation config")
     ] = None,
     workers: Annotated[int, typer.Option(help="datatrove tasks run at the same time")] = 1,
     executor: Annotated[str, typer.Option(help="local or ray")] = "local",
 ) -> None:
-    """Deduplicate, filter, scrub and decontaminate transitions with datatrove (resumable)."""
+    """Curate runs into one corpus: dedup, filter, scrub, decontaminate (resumable)."""
     from worldtrace.curation.config import CurationConfig, load_curation_config
     from worldtrace.curation.pipeline import curate as run_curation
 
     config = load_curation_config(config_file) if config_file else CurationConfig()
     with console.status("curating with datatrove…"):
-        report = run_curation(source, out, config, workers=workers, executor=executor)
+        report = run_curation(sources, out, config, workers=workers, executor=executor)
     _print_curation(report.model_dump())
 
 
@@ -293,6 +300,7 @@ def _print_curation(report: dict[str, Any]) -> None:
         "curation",
         {
             "corpus": report["output_dir"],
+            **({"inputs": len(report["inputs"])} if "inputs" in report else {}),
             "rows in": report["rows_in"],
             "rows out": report["rows_out"],
             "quarantined rows": report["quarantined_rows"],

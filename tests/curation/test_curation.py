@@ -17,6 +17,7 @@ from worldtrace.curation.scrub import Scrubber
 from worldtrace.normalizers.shards import ShardWriter
 from worldtrace.schemas import Action, Episode, Observation, Transition, to_row, to_table
 from worldtrace.schemas.arrow import arrow_schema_of
+from worldtrace.schemas.errors import InputError
 
 PROSE = (
     "The quick brown fox jumps over the lazy dog while the server logs every request it "
@@ -332,9 +333,9 @@ def test_filter_modes(tmp_path: Path, mode: str) -> None:
 def test_config_rejects_unknown_fields_and_executors(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         CurationConfig.model_validate({"filters": {"nope": 1}})
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(InputError, match="holds no run or corpus"):
         curate(tmp_path, tmp_path / "out", executor="ray")
-    with pytest.raises(ValueError, match="dask"):
+    with pytest.raises(InputError, match="dask"):
         curate(tmp_path, tmp_path / "out", executor="dask")
 
 

@@ -675,8 +675,8 @@ def test_a_recorded_episode_with_the_attacks_secrets_is_curated_clean(
     tmp_path: Path, terminal_image: str
 ) -> None:
     """The attack replayed in a real sandbox, recorded, normalized and curated."""
-    from worldtrace.collectors.episode import EpisodeLimits, run_episode
     from worldtrace.collectors.base import ReplayPolicy
+    from worldtrace.collectors.episode import EpisodeLimits, run_episode
     from worldtrace.collectors.recorder import RunRecorder
     from worldtrace.collectors.terminal import TerminalCollector
     from worldtrace.collectors.terminal.actions import command
@@ -708,9 +708,10 @@ def test_a_recorded_episode_with_the_attacks_secrets_is_curated_clean(
     ]
     run = tmp_path / "run"
     collector = TerminalCollector()
-    env = collector.make_environment(TerminalConfig(image=terminal_image))
+    config = TerminalConfig(image=terminal_image)
+    env = collector.make_environment(config)
     recorder = RunRecorder(run, {"domain": "terminal", "run_name": "attack"})
-    plan = collector.plan(0, 1, "script", None)
+    plan = collector.plan(0, 1, "script", None, config)
     plan.task = task
     try:
         result = run_episode(
