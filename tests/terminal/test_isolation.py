@@ -27,16 +27,15 @@ import pyarrow.parquet as pq
 import pytest
 from docker.models.containers import Container
 
-from worldtrace.collectors.base import EpisodePlan
+from worldtrace.collectors.base import EpisodePlan, ScriptPolicy
 from worldtrace.collectors.episode import EpisodeLimits, run_episode
-from worldtrace.collectors.base import ScriptPolicy
 from worldtrace.collectors.recorder import RunRecorder, read_episode
 from worldtrace.collectors.terminal.actions import command
 from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
+from worldtrace.collectors.terminal.render import TerminalRenderer
 from worldtrace.collectors.terminal.screen import plain_screen
 from worldtrace.collectors.terminal.tasks import TerminalTask
 from worldtrace.normalizers import normalize_run
-from worldtrace.normalizers.terminal import TerminalNormalizer
 from worldtrace.sandboxes.disk import disk_root
 from worldtrace.sandboxes.docker import (
     LABEL,
@@ -48,10 +47,13 @@ from worldtrace.sandboxes.docker import (
     gc,
     writable_paths,
 )
+from worldtrace.schemas.raw import RawStep
 
 pytestmark = pytest.mark.docker
 
 TOKEN_VAR = "WORLDTRACE_FAKE_TOKEN"
+CHECKOUT = str(Path(__file__).resolve().parents[2])
+"""This checkout on the host: nothing of it may be visible inside a sandbox."""
 
 
 @pytest.fixture(scope="module")
@@ -455,7 +457,7 @@ def test_a_line_that_is_not_the_reply_to_the_request_is_skipped(terminal_image: 
             "user@sandbox:~$",
         ]
         assert outcome.observation["skipped_replies"] == 1
-        meta = TerminalNormalizer().observation(outcome.observation).meta
+        meta = TerminalRenderer().observation(outcome.observation).meta
         assert meta["skipped_replies"] == 1
         assert env.step(command("true"), 20).observation["skipped_replies"] == 0
     finally:
@@ -498,7 +500,8 @@ def test_host_files_are_invisible(terminal_sandbox: DockerSandbox) -> None:
         assert result.exit_code == 1
         found = terminal_sandbox.exec(f"find / -xdev -name '{name}' 2>/dev/null", timeout=30)
         assert found.text == ""
-        for path in ("/work", "/work/main", "/var/run/docker.sock", "/run/docker.sock"):
+        sockets = ("/var/run/docker.sock", "/run/docker.sock")
+        for path in (CHECKOUT, f"{CHECKOUT}/pyproject.toml", *sockets):
             assert terminal_sandbox.exec(["test", "-e", path], timeout=10).exit_code == 1, path
     finally:
         host_file.unlink()
@@ -517,7 +520,7 @@ def test_host_files_are_invisible(terminal_sandbox: DockerSandbox) -> None:
 
     mounts = terminal_sandbox.exec(["cat", "/proc/mounts"], timeout=10).text
     entries = [line.split() for line in mounts.splitlines()]
-    assert not [e for e in entries if e[0].startswith("/work") or e[1].startswith("/work")]
+    assert not [e for e in entries if e[0].startswith(CHECKOUT) or e[1].startswith(CHECKOUT)]
     points = {entry[1] for entry in entries}
     unexpected = {
         point
@@ -531,7 +534,7 @@ def test_host_files_are_invisible(terminal_sandbox: DockerSandbox) -> None:
         root, point = line.split()[3:5]
         if point in ("/etc/hosts", "/etc/hostname", "/etc/resolv.conf"):
             assert root.startswith(f"/var/lib/docker/containers/{container.id}/"), line
-        assert not root.startswith(("/work", "/home", "/tmp", "/root")), line
+        assert not root.startswith((CHECKOUT, "/home", "/tmp", "/root")), line
 
 
 def _all_recorded_text(run_dir: Path) -> tuple[bytes, str]:
@@ -587,8 +590,8 @@ def test_host_environment_never_reaches_a_recording(
     assert TOKEN_VAR not in inside
 
     episode_file = run_dir / "raw" / "episodes" / "secrets-run-s000000.jsonl"
-    steps = [event for event in read_episode(episode_file) if event["type"] == "step"]
-    screens = [plain_screen(step["observation"]["screen"]) for step in steps]
+    steps = [event for event in read_episode(episode_file) if isinstance(event, RawStep)]
+    screens = [plain_screen(step.observation["screen"]) for step in steps]
     # The environment was shown and recorded, without the planted variable.
     assert "HOME=/home/user" in screens[0]
     assert "PATH=/usr/local/sbin" in screens[0]

@@ -4,16 +4,13 @@ import importlib.util
 
 import pytest
 
-from worldtrace.collectors.terminal import IMAGE
-from worldtrace.collectors.terminal import TerminalConfig, TerminalEnvironment, actions
+from worldtrace.collectors.terminal import IMAGE, TerminalConfig, TerminalEnvironment, actions
 from worldtrace.collectors.terminal.actions import command, is_key_name, keys, render_keys, wait
 from worldtrace.collectors.terminal.screen import plain_screen
 
 
 def load_driver():
-    spec = importlib.util.spec_from_file_location(
-        "tmux_driver", IMAGE.folder / "tmux_driver.py"
-    )
+    spec = importlib.util.spec_from_file_location("tmux_driver", IMAGE.folder / "tmux_driver.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -15,8 +15,8 @@ import pytest
 from worldtrace.collectors.base import RawObservation, StepOutcome
 from worldtrace.collectors.terminal.actions import command, keys, wait
 from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
+from worldtrace.collectors.terminal.render import TerminalRenderer
 from worldtrace.collectors.terminal.screen import plain_screen
-from worldtrace.normalizers.terminal import TerminalNormalizer
 from worldtrace.sandboxes.docker import Limits
 from worldtrace.schemas import Action
 
@@ -432,5 +432,5 @@ def test_pane_size_is_reported(terminal_image: str) -> None:
     assert (first["columns"], first["rows"]) == (100, 30)
     assert (obs["columns"], obs["rows"]) == (100, 30)
     assert screen_lines(obs)[-3:-1] == ["100", "30"]
-    meta = TerminalNormalizer().observation(obs).meta
+    meta = TerminalRenderer().observation(obs).meta
     assert (meta["columns"], meta["rows"]) == (100, 30)

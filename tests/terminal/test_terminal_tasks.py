@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 import subprocess
+from importlib import import_module
 
 import pytest
 
+from worldtrace.collectors.terminal import tasks
 from worldtrace.collectors.terminal.actions import is_key_name
 from worldtrace.collectors.terminal.tasks import CATEGORIES, TASKS, TerminalTask, task_by_name
 from worldtrace.schemas import Action
@@ -51,6 +53,14 @@ def test_every_category_is_covered_and_known() -> None:
     assert used <= set(CATEGORIES)
     for category in CATEGORIES:
         assert sum(task.category == category for task in TASKS) >= 2, category
+
+
+def test_each_category_has_its_own_module_in_library_order() -> None:
+    modules = [import_module(f"{tasks.__name__}.{category}") for category in CATEGORIES]
+    for category, module in zip(CATEGORIES, modules, strict=True):
+        assert module.TASKS, category
+        assert {task.category for task in module.TASKS} == {category}, module.__name__
+    assert tuple(task for module in modules for task in module.TASKS) == TASKS
 
 
 @pytest.mark.parametrize("task", TASKS, ids=lambda task: task.name)
