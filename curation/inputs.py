@@ -106,6 +106,10 @@ def _kind(fs: AbstractFileSystem, path: str) -> Literal["run", "corpus", "publis
     return None
 
 
+def _url(fs: AbstractFileSystem, path: str) -> str:
+    return describe(DataFolder(path, fs=fs))
+
+
 def _open(fs: AbstractFileSystem, path: str, kind: Literal["run", "corpus"]) -> CurationInput:
     folder = DataFolder(path, fs=fs)
     url = describe(folder)
@@ -117,8 +121,16 @@ def _open(fs: AbstractFileSystem, path: str, kind: Literal["run", "corpus"]) -> 
     return CurationInput(url, kind, folder, shards, folder.isfile(EPISODES_TABLE))
 
 
-def _expand_folder(fs: AbstractFileSystem, path: str, source: str) -> list[CurationInput]:
-    """The folder itself if it is a run or corpus, else the runs and corpora directly in it."""
+def _expand_folder(
+    fs: AbstractFileSystem, path: str, source: str, output: str | None
+) -> list[CurationInput]:
+    """The folder itself if it is a run or corpus, else the runs and corpora directly in it.
+
+    The corpus being written (``output``) is never one of its own inputs: named, it is an
+    error; inside a folder of runs (``curate runs/ --out runs/all``) it is passed over.
+    """
+    if _url(fs, path) == output:
+        raise InputError(f"{source} is the output folder: a corpus cannot be its own input")
     kind = _kind(fs, path)
     if kind == "published":
         raise InputError(
@@ -129,6 +141,8 @@ def _expand_folder(fs: AbstractFileSystem, path: str, source: str) -> list[Curat
     found = []
     for child in sorted(fs.ls(path, detail=False)):
         child = child.rstrip("/")
+        if _url(fs, child) == output:
+            continue
         if fs.isdir(child) and (child_kind := _kind(fs, child)) in ("run", "corpus"):
             found.append(_open(fs, child, child_kind))  # type: ignore[arg-type]
     if not found:
@@ -139,34 +153,37 @@ def _expand_folder(fs: AbstractFileSystem, path: str, source: str) -> list[Curat
     return found
 
 
-def _expand(source: str) -> list[CurationInput]:
+def _expand(source: str, output: str | None) -> list[CurationInput]:
     fs, path = url_to_fs(source)
     if isinstance(fs, LocalFileSystem):
         path = posixpath.normpath(str(Path(path).absolute()))
     else:
         path = path.rstrip("/")
     if has_magic(path):
-        folders = [match for match in sorted(fs.glob(path)) if fs.isdir(match)]
+        matches = [match.rstrip("/") for match in sorted(fs.glob(path))]
+        folders = [m for m in matches if fs.isdir(m) and _url(fs, m) != output]
         if not folders:
             raise InputError(f"no folder matches {source}")
-        return [found for folder in folders for found in _expand_folder(fs, folder, folder)]
+        return [found for m in folders for found in _expand_folder(fs, m, m, output)]
     if not fs.exists(path):
         raise InputError(f"{source} does not exist")
     if not fs.isdir(path):
         raise InputError(f"{source} is a file, not a run, a corpus or a folder of runs")
-    return _expand_folder(fs, path, source)
+    return _expand_folder(fs, path, source, output)
 
 
-def find_inputs(sources: Sequence[str | Path]) -> list[CurationInput]:
+def find_inputs(sources: Sequence[str | Path], output: str | None = None) -> list[CurationInput]:
     """Expand ``sources`` into the runs and corpora they name, each once, sorted by URL.
 
-    Raises :class:`InputError` for a source that holds none.
+    ``output`` (a URL as :func:`~worldtrace.curation.storage.describe` gives it) is the corpus
+    to be written, which is never an input. Raises :class:`InputError` for a source that
+    holds none.
     """
     if not sources:
         raise InputError("give at least one run, corpus, folder of runs or glob to curate")
     inputs: dict[str, CurationInput] = {}
     for source in sources:
-        for found in _expand(str(source)):
+        for found in _expand(str(source), output):
             inputs.setdefault(found.url, found)
     # In a canonical order: the same inputs make the same corpus whatever order they are
     # given in (the first of exact duplicates is kept), and resume it.

@@ -591,11 +591,12 @@ def curate(
         raise InputError(f"unknown executor {executor!r} (expected 'local' or 'ray')")
     config = config or CurationConfig()
     listed = [sources] if isinstance(sources, str | Path | DataFolder) else list(sources)
-    inputs = find_inputs([describe(s) if isinstance(s, DataFolder) else s for s in listed])
-    paths = _Paths(inputs, as_folder(output))
+    corpus = as_folder(output)
+    sources = [describe(s) if isinstance(s, DataFolder) else s for s in listed]
+    paths = _Paths(find_inputs(sources, output=describe(corpus)), corpus)
     _check_shared_memory(paths, workers, executor)
     if not paths.files and read_text(paths.work, "input.json") is None:
-        names = ", ".join(found.url for found in inputs)
+        names = ", ".join(found.url for found in paths.inputs)
         raise InputError(f"no transition shards in {names}: nothing to curate")
     settings = config.model_dump(mode="json")
     _check_resume(paths, settings)
@@ -614,7 +615,7 @@ def curate(
             ray.shutdown()
     _merge_quarantine(paths)
     episodes = _derive_episodes(paths)
-    urls = [found.url for found in inputs]
+    urls = [found.url for found in paths.inputs]
     extra: dict[str, Any] = {"config": settings, "episodes_out": episodes, "inputs": urls}
     stats = build_stats(paths.transitions, paths.tallies, extra)
     write_stats(paths.output, "stats.json", stats)

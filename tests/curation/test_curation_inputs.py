@@ -249,3 +249,13 @@ def test_memory_urls_in_and_out(runs: Path, tmp_path: Path) -> None:
         )
     finally:
         memory.rm("/curation-test", recursive=True)
+
+
+def test_a_corpus_written_into_its_folder_of_runs_is_not_its_own_input(runs: Path) -> None:
+    first = curate(runs, runs / "all", NO_MINHASH)
+    assert first.inputs == [str(runs / "term"), str(runs / "web")]
+    again = curate(runs, runs / "all", NO_MINHASH)  # runs/all is a corpus now: passed over
+    assert again.stages_run == [] and again.inputs == first.inputs
+    assert curate(str(runs / "*"), runs / "all", NO_MINHASH).stages_run == []
+    with pytest.raises(InputError, match="a corpus cannot be its own input"):
+        curate([runs / "term", runs / "all"], runs / "all", NO_MINHASH)
