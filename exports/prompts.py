@@ -92,15 +92,24 @@ SYSTEM_PROMPTS: dict[str, str] = {
     )
     for domain, (world, format_hint) in _WORLDS.items()
 }
-assert set(SYSTEM_PROMPTS) == set(DOMAINS), "every domain needs a world-model system prompt"
+assert set(SYSTEM_PROMPTS) == set(DOMAINS), "every domain of the design has its own prompt"
 
 
 def system_prompt(domain: str) -> str:
-    """Return the world-model system prompt of ``domain``; raise ``KeyError`` if unknown."""
-    try:
-        return SYSTEM_PROMPTS[domain]
-    except KeyError:
-        raise KeyError(f"no world-model system prompt for domain {domain!r}") from None
+    """Return the world-model system prompt of ``domain``.
+
+    A domain registered by another package, outside the design's seven, gets the common
+    prompt naming it.
+    """
+    known = SYSTEM_PROMPTS.get(domain)
+    if known is not None:
+        return known
+    return _COMMON.format(
+        world=f"the `{domain}` environment",
+        format_hint="in the format its earlier observations show.",
+        error_prefix=ERROR_PREFIX,
+        observation_header=OBSERVATION_HEADER,
+    )
 
 
 def render_state(observation: str, *, task: str | None, initial: bool) -> str:

@@ -42,7 +42,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from worldtrace.schemas.errors import InputError
-from worldtrace.schemas.records import DOMAINS
 
 LAYOUT_VERSION = 1
 """The layout this worldtrace writes and reads."""
@@ -113,10 +112,12 @@ def write_json_atomically(path: Path, data: Any) -> None:
 
 
 def _domain_files(folder: Path) -> dict[str, list[Path]]:
+    if not folder.is_dir():
+        return {}
     return {
-        domain: files
-        for domain in DOMAINS
-        if (files := sorted((folder / domain).glob("*.parquet")))
+        domain.name: files
+        for domain in sorted(folder.iterdir())
+        if domain.is_dir() and (files := sorted(domain.glob("*.parquet")))
     }
 
 

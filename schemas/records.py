@@ -19,8 +19,10 @@ from worldtrace.schemas.errors import InputError
 
 SCHEMA_VERSION = "1.0"
 
-Domain = Literal["terminal", "swe", "mcp", "search", "web", "os", "android"]
-DOMAINS: tuple[str, ...] = Domain.__args__  # type: ignore[attr-defined]
+DOMAINS: tuple[str, ...] = ("terminal", "swe", "mcp", "search", "web", "os", "android")
+"""The seven domains of the design. A package may register another (see the registry)."""
+Domain = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
+"""A domain's name: one of :data:`DOMAINS` or another registered domain's."""
 
 PolicyKind = Literal["script", "explore", "llm", "replay", "human"]
 EpisodeStatus = Literal["completed", "truncated", "failed", "interrupted"]

@@ -82,9 +82,9 @@ def test_killed_collection_resumes_with_every_episode_exactly_once(tmp_path, ter
     expected = {f"killed-s{seed:06d}" for seed in range(6)}
     assert set(episodes) == expected
     for events in episodes.values():
-        kinds = [event["type"] for event in events]
+        kinds = [event.type for event in events]
         assert kinds.count("start") == 1 and kinds.count("end") == 1
-        steps = [event["step"] for event in events if event["type"] == "step"]
+        steps = [event.step for event in events if event.type == "step"]
         assert steps == list(range(len(steps))) and steps
     # episodes sealed before the kill were not recorded again
     for name, content in sealed_before.items():
@@ -96,7 +96,7 @@ def test_killed_collection_resumes_with_every_episode_exactly_once(tmp_path, ter
     frame = pl.read_parquet(run_dir / "transitions" / "terminal" / "*.parquet")
     assert frame["id"].n_unique() == frame.height
     assert frame.height == sum(
-        sum(e["type"] == "step" for e in events) for events in episodes.values()
+        sum(e.type == "step" for e in events) for events in episodes.values()
     )
     assert set(pl.read_parquet(run_dir / "episodes.parquet")["episode_id"]) == expected
 
@@ -119,8 +119,11 @@ class KillSandboxOnFirstStep:
         if self.killed:
             return
         client = docker.from_env()
+        # This process's terminal sandboxes only (a web test's browser network may live on).
         for container in client.containers.list(
-            filters={"label": [LABEL, f"{OWNER_PID_LABEL}={os.getpid()}"]}
+            filters={
+                "label": [LABEL, f"{OWNER_PID_LABEL}={os.getpid()}", "worldtrace.domain=terminal"]
+            }
         ):
             container.kill()
             self.killed += 1
@@ -149,11 +152,11 @@ def test_a_dead_sandbox_is_retried_and_the_attempt_kept(tmp_path, terminal_image
     assert killer.killed == 1
     assert (summary["collected"], summary["failed"]) == (1, 0)
     (events,) = sealed_events(config.run_dir).values()
-    assert events[-1]["status"] == "completed"
-    assert events[-1]["reward"] == 1.0
+    assert events[-1].status == "completed"
+    assert events[-1].reward == 1.0
     (attempt,) = (config.run_dir / "raw" / "interrupted").glob("*.jsonl")
     last = list(read_episode(attempt))[-1]
-    assert last["type"] == "abandoned" and "sandbox" in last["reason"]
+    assert last.type == "abandoned" and "sandbox" in last.reason
 
 
 def test_a_sandbox_that_keeps_dying_is_sealed_as_failed(tmp_path, terminal_image):
@@ -165,7 +168,7 @@ def test_a_sandbox_that_keeps_dying_is_sealed_as_failed(tmp_path, terminal_image
     assert episodes["status"].to_list() == ["failed"]
     assert "Sandbox" in episodes["error"][0]
     (attempt,) = (config.run_dir / "raw" / "interrupted").glob("*.jsonl")
-    assert sum(1 for e in read_episode(attempt) if e["type"] == "step") == 1
+    assert sum(1 for e in read_episode(attempt) if e.type == "step") == 1
 
 
 def test_agent_errors_are_recorded_not_retried(tmp_path, terminal_image):
@@ -199,11 +202,10 @@ FORK_BOMB = TerminalTask(
 
 def test_a_fork_bomb_is_the_last_transition_of_its_episode(tmp_path, terminal_image, monkeypatch):
     # A task the library does not hold; the collect flow runs in this process, so it sees it.
-    library_lookup = terminal_domain.task_by_name
     monkeypatch.setattr(
-        terminal_domain,
-        "task_by_name",
-        lambda name: FORK_BOMB if name == FORK_BOMB.name else library_lookup(name),
+        terminal_domain.TerminalCollector,
+        "task_library",
+        lambda self, environment=None: (*terminal_domain.TASKS, FORK_BOMB),
     )
     config = validate_config(
         {
@@ -221,16 +223,16 @@ def test_a_fork_bomb_is_the_last_transition_of_its_episode(tmp_path, terminal_im
     # No attempt was set aside: the bomb is the agent's doing, not a sandbox to retry.
     assert not list((config.run_dir / "raw" / "interrupted").glob("*"))
     (events,) = sealed_events(config.run_dir).values()
-    steps = [event for event in events if event["type"] == "step"]
-    assert [event["action"]["text"] for event in steps] == [
+    steps = [event for event in events if event.type == "step"]
+    assert [event.action.text for event in steps] == [
         "echo before<Enter>",
         ":(){ :|:& };:<Enter>",
     ]
-    assert steps[0]["error"] is None
-    assert steps[1]["truncated"] is True
-    assert "process limit" in steps[1]["error"]
-    assert events[-1]["type"] == "end" and events[-1]["status"] == "truncated"
-    assert events[-1]["reward"] is None  # the check could not run in a bombed sandbox
+    assert steps[0].error is None
+    assert steps[1].truncated is True
+    assert "process limit" in steps[1].error
+    assert events[-1].type == "end" and events[-1].status == "truncated"
+    assert events[-1].reward is None  # the check could not run in a bombed sandbox
     frame = pl.read_parquet(config.run_dir / "transitions" / "terminal" / "*.parquet")
     last = frame.sort("step").row(-1, named=True)
     assert last["truncated"] is True

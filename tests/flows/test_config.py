@@ -41,7 +41,7 @@ def test_run_name_and_episode_ids_are_stable_and_ignore_speed_settings() -> None
         ({"domain": "terminal", "episodes": 1, "environment": {"width": 3}}, "width"),
         (
             {"domain": "terminal", "episodes": 1, "policy": {"tasks": ["nope"]}},
-            "unknown terminal task",
+            "no terminal task 'nope'",
         ),
         ({"domain": "fax", "episodes": 1}, "no collector for domain 'fax' (available: terminal"),
     ],

@@ -59,7 +59,7 @@ publish:
 
     # Control: the run did record the actions, key and all (raw records are lossless).
     (episode,) = (tmp_path / "runs" / "planted" / "raw" / "episodes").glob("*.jsonl")
-    texts = [e["action"]["text"] for e in read_episode(episode) if e["type"] == "step"]
+    texts = [e.action.text for e in read_episode(episode) if e.type == "step"]
     assert any(key in text for text in texts)
     assert any(password in text for text in texts)
     # Prefect kept its database (with its write-ahead log) in this session's home.

@@ -72,9 +72,9 @@ def test_a_signal_stops_the_run_in_seconds_and_the_same_command_resumes_it(
     interrupted = list((run_dir / "raw" / "interrupted").glob("*.jsonl"))
     assert interrupted
     for path in interrupted:
-        assert list(read_episode(path))[-1]["reason"].startswith("interrupted")
+        assert list(read_episode(path))[-1].reason.startswith("interrupted")
     for path in (run_dir / "raw" / "episodes").glob("*.jsonl"):
-        assert list(read_episode(path))[-1]["status"] != "failed"
+        assert list(read_episode(path))[-1].status != "failed"
     # The run's sandboxes went with it.
     client = docker.from_env()
     assert not client.containers.list(
@@ -87,8 +87,8 @@ def test_a_signal_stops_the_run_in_seconds_and_the_same_command_resumes_it(
     assert sealed == [f"{run_name}-s{seed:06d}" for seed in range(3)]
     for name in sealed:
         events = list(read_episode(run_dir / "raw" / "episodes" / f"{name}.jsonl"))
-        assert [event["type"] for event in events].count("start") == 1
-        assert events[-1]["status"] in ("completed", "truncated")
+        assert [event.type for event in events].count("start") == 1
+        assert events[-1].status in ("completed", "truncated")
 
 
 def test_zero_episodes_is_a_bad_input_error(tmp_path: Path) -> None:

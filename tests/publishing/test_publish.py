@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import io
-import re
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 

@@ -15,8 +15,8 @@ from huggingface_hub.hf_api import RepoFile
 
 from tests.publishing.hub_standin import LocalHubStandIn
 from tests.publishing.test_publish import make_corpus
-from worldtrace.publishing.hub import SchemaMismatchError, push_to_hub
 from worldtrace.publishing.folder import manifest_of, publish_folder
+from worldtrace.publishing.hub import SchemaMismatchError, push_to_hub
 
 TOKEN = "hf_standin_0123456789_secret"
 

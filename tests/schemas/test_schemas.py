@@ -100,10 +100,10 @@ def test_invalid_records_name_the_field() -> None:
     assert "Transition.observation.format" in message
 
 
-def test_unknown_domain_and_extra_fields_are_rejected() -> None:
+def test_a_malformed_domain_name_and_extra_fields_are_rejected() -> None:
     data = make_transition().model_dump()
     with pytest.raises(RecordError, match=r"Transition\.domain"):
-        Transition.parse({**data, "domain": "fax"})
+        Transition.parse({**data, "domain": "Not A Domain"})
     with pytest.raises(RecordError, match=r"Transition\.colour"):
         Transition.parse({**data, "colour": "blue"})
 

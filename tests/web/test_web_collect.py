@@ -35,7 +35,7 @@ def test_collect_web_produces_transitions_that_pass_the_schema_and_load_in_polar
     episodes = sorted((run_dir / "raw" / "episodes").glob("*.jsonl"))
     assert len(episodes) == 2
     start = next(iter(read_episode(episodes[0])))
-    assert start["observation"]["axtree"]["nodes"]
+    assert start.observation["axtree"]["nodes"]
 
     frame = pl.read_parquet(run_dir / "transitions" / "web" / "*.parquet")
     assert frame.height == 8

@@ -6,8 +6,12 @@ import base64
 from pathlib import Path
 from urllib.parse import quote
 
+from tests.records import make_end, make_start, make_step
 from worldtrace.collectors.recorder import RunRecorder
-from worldtrace.normalizers.web import WebNormalizer
+from worldtrace.collectors.web.render import WebRenderer
+from worldtrace.normalizers.base import episode_records
+from worldtrace.schemas import Action, EnvironmentRef, PolicyRef
+from worldtrace.schemas.raw import read_raw_episode
 
 
 def raw_observation(**changes: object) -> dict:
@@ -37,7 +41,7 @@ def raw_observation(**changes: object) -> dict:
 
 
 def test_observation_is_the_tree_text_with_the_screenshot_and_page_facts() -> None:
-    observation = WebNormalizer().observation(raw_observation())
+    observation = WebRenderer().observation(raw_observation())
     assert observation.format == "axtree"
     assert observation.text == "RootWebArea 'Home'\n\t[12] button 'Save'"
     assert observation.screenshot == b"\x89PNG fake"
@@ -50,15 +54,15 @@ def test_observation_is_the_tree_text_with_the_screenshot_and_page_facts() -> No
 
 def test_a_crash_observation_has_empty_text_and_no_screenshot() -> None:
     raw = raw_observation(axtree={"nodes": []}, screenshot_png=None, crashed=True, unchanged=False)
-    observation = WebNormalizer().observation(raw)
+    observation = WebRenderer().observation(raw)
     assert observation.text == ""
     assert observation.screenshot is None
     assert observation.meta["crashed"] is True and observation.meta["noop"] is False
 
 
 def test_action_text_is_rendered_again_from_the_arguments() -> None:
-    action = WebNormalizer().action(
-        {"name": "click", "arguments": {"bid": "7", "button": "left"}, "text": "click( '7' )"}
+    action = WebRenderer().action(
+        Action(name="click", arguments={"bid": "7", "button": "left"}, text="click( '7' )")
     )
     assert action.text == "click('7')"
 
@@ -86,39 +90,25 @@ def record_web_episode(tmp_path: Path, site: str, origin: str) -> Path:
         },
         events={"blocked": [{"url": "http://127.0.0.1:9/x", "reason": "off-site request"}]},
     )  # fmt: skip
-    writer.write_start(
-        {
-            "episode_id": "old-s000000",
-            "seed": 0,
-            "index": 0,
-            "task": None,
-            "env": {"name": f"web/{site}", "version": "1", "components": {"site": site},
-                    "config_hash": "c"},
-            "policy": {"kind": "explore", "name": "web-explore", "version": "1"},
-            "started_at": "2026-01-01T00:00:00+00:00",
-        },
-        page,
-    )  # fmt: skip
-    writer.write_step(
-        {
-            "step": 0,
-            "action": {"name": "goto", "arguments": {"url": f"{origin}/newticket"}, "text": "x"},
-            "observation": page,
-            "error": f"navigation to 'http://x.org/' is blocked: only {origin} is open",
-            "reward": 0.0,
-            "terminated": False,
-            "truncated": False,
-            "started_at": "2026-01-01T00:00:01+00:00",
-            "latency_s": 0.1,
-        }
+    env = EnvironmentRef(
+        name=f"web/{site}", version="1", components={"site": site}, config_hash="c"
     )
-    return writer.seal("completed", {"steps": 1, "errors": 1, "reward": None})
+    policy = PolicyRef(kind="explore", name="web-explore", version="1")
+    writer.write_start(make_start("old-s000000", page, env=env, policy=policy, task=None))
+    goto = Action(name="goto", arguments={"url": f"{origin}/newticket"}, text="x")
+    error = f"navigation to 'http://x.org/' is blocked: only {origin} is open"
+    writer.write_step(make_step(0, page, action=goto, error=error))
+    return writer.seal(make_end(1, errors=1, reward=None))
+
+
+def normalize(path: Path):
+    return episode_records(read_raw_episode(path), "web", WebRenderer(), "old", "CC-BY-4.0")
 
 
 def test_an_episode_recorded_on_a_loopback_port_normalizes_to_the_stable_origin(tmp_path) -> None:
     path = record_web_episode(tmp_path, "trac", "http://127.0.0.1:58325")
     raw_before = path.read_bytes()
-    _, [transition] = WebNormalizer().normalize_episode(path, "old", "CC-BY-4.0")
+    _, [transition] = normalize(path)
     for observation in (transition.observation, transition.next_observation):
         assert observation.meta["url"] == "http://trac.test/newticket"
         assert observation.meta["tabs"] == [
@@ -143,6 +133,6 @@ def test_an_episode_recorded_on_a_loopback_port_normalizes_to_the_stable_origin(
 def test_episodes_on_stable_origins_or_unregistered_sites_are_left_as_recorded(tmp_path) -> None:
     for site, origin in [("trac", "http://trac.test"), ("test-pages", "http://127.0.0.1:41234")]:
         path = record_web_episode(tmp_path / site, site, origin)
-        _, [transition] = WebNormalizer().normalize_episode(path, "old", "CC-BY-4.0")
+        _, [transition] = normalize(path)
         assert transition.observation.meta["url"] == f"{origin}/newticket"
         assert transition.action.arguments == {"url": f"{origin}/newticket"}

@@ -10,8 +10,8 @@ from worldtrace.collectors.episode import EpisodeLimits, run_episode
 from worldtrace.collectors.recorder import RunRecorder, read_episode
 from worldtrace.collectors.web import WebCollector
 from worldtrace.collectors.web.axtree import flatten_axtree
+from worldtrace.collectors.web.render import WebRenderer
 from worldtrace.flows.config import ConfigError, validate_config
-from worldtrace.normalizers.web import WebNormalizer
 
 
 def test_a_replayed_trajectory_is_recorded_with_real_next_states(tmp_path) -> None:
@@ -30,27 +30,27 @@ def test_a_replayed_trajectory_is_recorded_with_real_next_states(tmp_path) -> No
             env.close()
     assert result.status == "completed" and result.steps == 4
     steps = [event for event in read_episode(tmp_path / "raw" / "episodes" / "replay.jsonl")]
-    steps = [event for event in steps if event["type"] == "step"]
-    assert [event["action"]["text"] for event in steps] == trajectory
-    normalizer = WebNormalizer()
-    after_click = normalizer.observation(steps[0]["observation"])
+    steps = [event for event in steps if event.type == "step"]
+    assert [event.action.text for event in steps] == trajectory
+    normalizer = WebRenderer()
+    after_click = normalizer.observation(steps[0].observation)
     assert after_click.meta["title"] == "Order form"
     assert "[7] textbox 'Name', required" in after_click.text
-    assert "value='Lin'" in normalizer.observation(steps[1]["observation"]).text
+    assert "value='Lin'" in normalizer.observation(steps[1].observation).text
     # '99' is not on the form page: the error is recorded and the page did not change.
-    assert steps[2]["error"] == "no element with bid '99' on the page"
-    assert steps[2]["observation"]["unchanged"] is True
-    final = normalizer.observation(steps[3]["observation"])
+    assert steps[2].error == "no element with bid '99' on the page"
+    assert steps[2].observation["unchanged"] is True
+    final = normalizer.observation(steps[3].observation)
     assert final.meta["title"] == "Thanks"
-    assert "Order for Lin in red" in flatten_axtree(steps[3]["observation"]["axtree"])
+    assert "Order for Lin in red" in flatten_axtree(steps[3].observation["axtree"])
 
 
 @pytest.mark.parametrize(
     ("params", "message"),
     [
         ({"actions": ["click('1')", "os.system('x')"]}, "expected one call"),
-        ({"actions": []}, "a list of action strings"),
-        ({"actions": ["click('1')"], "speed": 2}, "a list of action strings"),
+        ({"actions": []}, "a non-empty list of actions"),
+        ({"actions": ["click('1')"], "speed": 2}, "a non-empty list of actions"),
     ],
 )
 def test_a_bad_replay_config_is_refused_before_anything_runs(params, message) -> None:

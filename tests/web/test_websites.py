@@ -15,13 +15,13 @@ import httpcore
 import httpx
 import pytest
 
+from worldtrace.collectors.web.sites import SITES, site_definition
+from worldtrace.sandboxes.docker import SandboxError
 from worldtrace.sandboxes.websites import (
     SITE_LABEL,
-    SITES,
     BrowserNetwork,
     RunningSite,
     SiteError,
-    require_site_images,
     start_site,
 )
 
@@ -222,7 +222,7 @@ APP_VERSIONS = {
 @pytest.mark.parametrize("name", sorted(SITES))
 def test_site_serves_its_seeded_content(site_images, name):
     started = time.monotonic()
-    with start_site(name) as site:
+    with start_site(SITES[name]) as site:
         took = time.monotonic() - started
         # The same origin in every episode and run: no port of the day in any URL.
         assert site.origin == f"http://{name}.test"
@@ -258,19 +258,19 @@ def test_site_serves_its_seeded_content(site_images, name):
 def test_a_write_through_the_app_is_stored_and_a_new_start_is_a_reset(site_images, name):
     write, read = WRITES[name]
     marker = f"Written by worldtrace test {name}"
-    with start_site(name) as site:
+    with start_site(SITES[name]) as site:
         assert read(site, marker) == []
         write(site, marker)
         rows = wait_for(lambda: read(site, marker))
         assert len(rows) == 1
         # The root filesystem is read-only: the app writes only where its image says.
         assert "read-only file system" not in site.logs().lower()
-    with start_site(name) as fresh:
+    with start_site(SITES[name]) as fresh:
         assert read(fresh, marker) == []
 
 
 def test_trac_stores_ticket_fields_as_submitted_and_uploaded_files(site_images):
-    with start_site("trac") as site:
+    with start_site(SITES["trac"]) as site:
         create_trac_ticket(site, "Thumbnails are blurry on HiDPI screens")
         [row] = trac_ticket(site, "Thumbnails are blurry on HiDPI screens")
         assert row == {
@@ -300,7 +300,7 @@ def test_trac_stores_ticket_fields_as_submitted_and_uploaded_files(site_images):
 
 def test_two_copies_of_a_site_run_at_once_and_stay_apart(site_images):
     with ThreadPoolExecutor(2) as pool:
-        first, second = pool.map(lambda _: start_site("trac"), range(2))
+        first, second = pool.map(lambda _: start_site(SITES["trac"]), range(2))
     with first, second:
         # Same origin, separate namespaces: each listens on its own loopback.
         assert first.namespace.identity() != second.namespace.identity()
@@ -312,7 +312,7 @@ def test_two_copies_of_a_site_run_at_once_and_stay_apart(site_images):
 
 
 def test_different_sites_run_side_by_side(site_images):
-    with start_site("datasette") as data, start_site("tiddlywiki") as wiki:
+    with start_site(SITES["datasette"]) as data, start_site(SITES["tiddlywiki"]) as wiki:
         assert data.origin != wiki.origin
         with http(data) as client:
             assert "Riverside Public Library" in client.get(data.url("/")).text
@@ -324,16 +324,15 @@ def site_containers(name: str) -> list:
     return docker.from_env().containers.list(all=True, filters={"label": f"{SITE_LABEL}={name}"})
 
 
-def test_a_server_that_crashes_is_a_clear_error_with_its_log(site_images, monkeypatch):
+def test_a_server_that_crashes_is_a_clear_error_with_its_log(site_images):
     broken = replace(
         SITES["trac"],
         name="broken-trac",
         command=("/opt/trac/bin/tracd", "-p", "{port}", "-s", "/srv/no-such-env"),
     )
-    monkeypatch.setitem(SITES, "broken-trac", broken)
     expected = r"(?s)exited with code \d+.*log tail:\n.*no-such-env"
     with pytest.raises(SiteError, match=expected) as info:
-        start_site("broken-trac", startup_timeout_s=30)
+        start_site(broken, startup_timeout_s=30)
     assert "broken-trac" in str(info.value)
     assert site_containers("broken-trac") == []
 
@@ -341,7 +340,7 @@ def test_a_server_that_crashes_is_a_clear_error_with_its_log(site_images, monkey
 def test_a_server_that_is_not_up_in_time_is_a_clear_error(site_images):
     before = {c.id for c in site_containers("datasette")}
     with pytest.raises(SiteError, match=r"did not serve http://datasette\.test/ within 0\.2s"):
-        start_site("datasette", startup_timeout_s=0.2)
+        start_site(SITES["datasette"], startup_timeout_s=0.2)
     assert {c.id for c in site_containers("datasette")} <= before
 
 
@@ -355,33 +354,28 @@ def network(site_images) -> Iterator[BrowserNetwork]:
 def test_a_browser_network_holds_one_site_and_nothing_else(network: BrowserNetwork):
     # Its namespace has a loopback and no other interface: nothing but the site to reach.
     assert [name for _, name in network.namespace.run(socket.if_nameindex)] == ["lo"]
-    with start_site("tiddlywiki", network=network) as wiki:
+    with start_site(SITES["tiddlywiki"], network=network) as wiki:
         assert wiki.namespace.identity() == network.namespace.identity()
         assert network.site is wiki
         with pytest.raises(SiteError, match=r"still runs RunningSite\('tiddlywiki'"):
-            start_site("trac", network=network)
+            start_site(SITES["trac"], network=network)
         with http(wiki) as client:
             assert client.get(wiki.url("/")).status_code == 200
     assert network.site is None
-    with start_site("trac", network=network) as trac, http(trac) as client:
+    with start_site(SITES["trac"], network=network) as trac, http(trac) as client:
         assert "Skylark" in client.get(trac.url("/")).text
     # Not reachable from the host's own network at all.
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", 80), timeout=2):
         pass
 
 
-def test_bad_queries_names_and_images_are_clear_errors(site_images, monkeypatch):
+def test_bad_queries_names_and_images_are_clear_errors(site_images):
     with pytest.raises(ValueError, match="known sites: datasette, tiddlywiki, trac"):
-        start_site("mediawiki")
-    with pytest.raises(ValueError, match="unknown site 'nope'"):
-        require_site_images(["trac", "nope"])
-    require_site_images(SITES)
-    monkeypatch.setitem(
-        SITES, "ghost", replace(SITES["trac"], name="ghost", image="worldtrace/site-ghost:none")
-    )
-    with pytest.raises(SiteError, match=r"site-ghost:none.*python -m sandboxes\.images"):
-        require_site_images(["trac", "ghost"])
-    with start_site("datasette") as site:
+        site_definition("mediawiki")
+    ghost = replace(SITES["trac"], name="ghost", image="worldtrace/site-ghost:none")
+    with pytest.raises(SandboxError, match=r"site-ghost:none.*worldtrace sandboxes build"):
+        start_site(ghost)
+    with start_site(SITES["datasette"]) as site:
         with pytest.raises(ValueError, match="no such table: nope"):
             site.read_data("select * from nope")
         site.close()

@@ -140,7 +140,8 @@ def serve_test_pages() -> Iterator[TestPages]:
 def environment_on_pages(pages: TestPages, start_path: str = "/index.html", **config: object):
     """A web environment whose every reset opens ``start_path`` of the test pages."""
     return WebEnvironment(
-        WebConfig(site="test-pages", **config),  # type: ignore[arg-type]
+        # The test pages are no registered site: a valid config, then named after them.
+        WebConfig.model_validate(config).model_copy(update={"site": "test-pages"}),
         start_site=lambda _config, network: (pages.site_in(network), start_path),
     )
 
