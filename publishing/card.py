@@ -42,22 +42,28 @@ _FALLBACK_DESCRIPTIONS = {
 }
 
 
-def configs(domains: list[str]) -> list[dict[str, Any]]:
-    """Return the ``configs:`` entries: one per domain and ``all`` (the default)."""
+def configs(shards: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """Return the ``configs:`` entries: one per domain and ``all`` (the default).
+
+    Each lists its shard files by name, not by a glob: ``datasets`` keys its cache of a local
+    folder by the config's data files as written, so with a glob a folder republished in place
+    with other rows loaded its old rows; the shard names carry their content hash.
+    """
+    paths = {
+        domain: [f"data/{domain}/{name}" for name in sorted(names)]
+        for domain, names in sorted(shards.items())
+    }
     entries: list[dict[str, Any]] = [
         {
             "config_name": ALL_CONFIG,
             "default": True,
-            "data_files": [{"split": "train", "path": "data/*/*.parquet"}],
+            "data_files": [
+                {"split": "train", "path": [path for files in paths.values() for path in files]}
+            ],
         }
     ]
-    for domain in sorted(domains):
-        entries.append(
-            {
-                "config_name": domain,
-                "data_files": [{"split": "train", "path": f"data/{domain}/*.parquet"}],
-            }
-        )
+    for domain, files in paths.items():
+        entries.append({"config_name": domain, "data_files": [{"split": "train", "path": files}]})
     return entries
 
 
@@ -74,7 +80,7 @@ UNCURATED_TEXT = (
 
 
 def front_matter(
-    domains: list[str], licence: str | None, name: str | None, curated: bool = True
+    shards: dict[str, list[str]], licence: str | None, name: str | None, curated: bool = True
 ) -> dict[str, Any]:
     """Return the YAML metadata of the card."""
     meta: dict[str, Any] = {}
@@ -85,7 +91,7 @@ def front_matter(
     meta["tags"] = ["world-model", "agents", "transitions", "worldtrace"]
     if not curated:
         meta["tags"].append("uncurated")
-    meta["configs"] = configs(domains)
+    meta["configs"] = configs(shards)
     return meta
 
 
@@ -151,18 +157,19 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 def render_card(
     summary: dict[str, Any],
+    shards: dict[str, list[str]],
     licence: str | None = None,
     name: str | None = None,
     curated: bool = True,
 ) -> str:
     """Return the full ``README.md`` text for a corpus described by ``summary``.
 
-    ``summary`` is the result of :func:`worldtrace.publishing.inspect.summarize` over the published
-    data;
-    ``curated`` says whether the rows went through ``worldtrace curate`` (the card says so).
+    ``summary`` is :func:`worldtrace.publishing.inspect.summarize`'s result over the published
+    data, ``shards`` the shard file names of each domain; ``curated`` says whether the rows
+    went through ``worldtrace curate`` (the card says so).
     """
     domains = list(summary["domains"])
-    meta = front_matter(domains, licence, name, curated)
+    meta = front_matter(shards, licence, name, curated)
     title = name or "worldtrace corpus"
     parts = [
         "---",

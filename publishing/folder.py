@@ -266,9 +266,7 @@ def _environments(summary: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def manifest_of(
-    folder: Path, known: dict[str, str] | None = None
-) -> dict[str, dict[str, Any]]:
+def manifest_of(folder: Path, known: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
     """Return ``{relative path: {"sha256", "size"}}`` for every file except the manifest.
 
     ``known`` gives digests already computed (the shards'), which are not read again.
@@ -430,7 +428,7 @@ def publish_folder(
         stats = corpus_dir / "stats.json"
         if stats.exists():
             shutil.copyfile(stats, temp / "meta" / "curation_stats.json")
-        card = render_card(summary, licence=licence, name=name, curated=curated)
+        card = render_card(summary, shards, licence=licence, name=name, curated=curated)
         (temp / "README.md").write_text(card)
         _write_json(temp / MANIFEST, manifest_of(temp, written.digests))
         validate_folder(temp, rows, full=full_validation)

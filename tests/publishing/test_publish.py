@@ -178,10 +178,11 @@ def test_card_front_matter_lists_configs(published: Path) -> None:
     meta = read_front_matter(text)
     assert meta["license"] == "cc-by-4.0"
     names = {c["config_name"]: c["data_files"][0]["path"] for c in meta["configs"]}
+    shards = sorted(p.relative_to(published).as_posix() for p in published.glob("data/*/*"))
     assert names == {
-        "all": "data/*/*.parquet",
-        "terminal": "data/terminal/*.parquet",
-        "web": "data/web/*.parquet",
+        "all": shards,
+        "terminal": [s for s in shards if s.startswith("data/terminal/")],
+        "web": [s for s in shards if s.startswith("data/web/")],
     }
     # the YAML block parses on its own, and the body has the tables
     assert yaml.safe_load(text.split("---")[1])["configs"]
@@ -324,7 +325,11 @@ def test_validation_refuses_a_card_resolving_to_other_shards(
     rows = {"terminal": 6, "web": 4}
     validate_folder(published, rows)
     card = published / "README.md"
-    card.write_text(card.read_text().replace("path: data/terminal/*.parquet", "path: data/*/*"))
+    meta = read_front_matter(card.read_text())
+    (terminal,) = [c for c in meta["configs"] if c["config_name"] == "terminal"]
+    terminal["data_files"][0]["path"] = "data/*/*"  # also the web shards
+    body = card.read_text().split("\n---\n", 1)[1]
+    card.write_text("---\n" + yaml.safe_dump(meta, sort_keys=False) + "---\n" + body)
     with pytest.raises(PublishError, match="config terminal: datasets resolves"):
         validate_folder(published, rows)
 
@@ -391,3 +396,17 @@ def test_a_curated_corpus_card_says_it_was_curated(published: Path) -> None:
     assert "Curated with worldtrace" in card
     assert "Not curated" not in card
     assert "uncurated" not in read_front_matter(card)["tags"]
+
+
+def test_a_folder_republished_in_place_with_other_rows_loads_its_new_rows(tmp_path: Path) -> None:
+    # datasets caches a local folder by its name and its data files' paths: with the same
+    # shard names, a shared cache returned the old 46 rows after a republish with 10.
+    cache = tmp_path / "shared-cache"
+    dest = tmp_path / "dist"
+    big = make_corpus(tmp_path / "big", terminal=terminal_rows(episodes=2, steps=23), web=[])
+    publish_folder(big, dest)
+    assert load_dataset(str(dest), "terminal", split="train", cache_dir=str(cache)).num_rows == 46
+    small = make_corpus(tmp_path / "small", terminal=terminal_rows(episodes=2, steps=5), web=[])
+    publish_folder(small, dest)
+    again = load_dataset(str(dest), "terminal", split="train", cache_dir=str(cache))
+    assert again.num_rows == 10
