@@ -60,18 +60,19 @@ import pyarrow.parquet as pq
 from common import loadavg, log, machine_info, write_report
 from datatrove.data import Document
 
-from worldtrace.collectors.base import EpisodePlan
+from worldtrace.collectors.base import EpisodePlan, ReplayPolicy
 from worldtrace.collectors.episode import EpisodeLimits, run_episode
-from worldtrace.collectors.base import ReplayPolicy
 from worldtrace.collectors.recorder import RunRecorder
 from worldtrace.collectors.terminal.actions import command
 from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
+from worldtrace.collectors.terminal.render import TerminalRenderer
 from worldtrace.collectors.terminal.screen import plain_screen
 from worldtrace.collectors.terminal.tasks.helpers import TerminalTask, write_file
 from worldtrace.curation.config import ScrubSettings
 from worldtrace.curation.scrub import ScrubStep
-from worldtrace.normalizers.terminal import TerminalNormalizer
+from worldtrace.normalizers.base import episode_records
 from worldtrace.schemas import Action, Transition, to_row, transition_id
+from worldtrace.schemas.raw import read_raw_episode
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 RESULTS_FILE = RESULTS_DIR / "scrubbing.json"
@@ -684,9 +685,8 @@ def record_format(
         env.close()
     if result.status != "completed" or result.steps != len(actions):
         raise RuntimeError(f"recording {fmt.name} ended {result.status} after {result.steps}")
-    _, transitions = TerminalNormalizer().normalize_episode(
-        run.episodes_dir / f"{fmt.name}.jsonl", fmt.name, "cc0-1.0"
-    )
+    raw = read_raw_episode(run.layout.sealed / f"{fmt.name}.jsonl")
+    _, transitions = episode_records(raw, "terminal", TerminalRenderer(), fmt.name, "cc0-1.0")
     out = []
     for case, (start, end) in zip(cases, spans, strict=True):
         episode_id = f"planted-{case.format}-{case.placement}"

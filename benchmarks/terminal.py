@@ -311,19 +311,19 @@ def run_ours(
         env.close()
     if result.status != "completed" or result.steps != steps or result.errors:
         raise RuntimeError(f"benchmark episode {name} went wrong: {result}")
-    events = list(read_episode(recorder.episodes_dir / "episode-0.jsonl"))
-    image_id = events[0]["env"]["version"]
-    step_events = [e for e in events if e["type"] == "step"]
+    events = list(read_episode(recorder.layout.sealed / "episode-0.jsonl"))
+    image_id = events[0].env.version
+    step_events = [e for e in events if e.type == "step"]
     if len(step_events) != steps:
         raise RuntimeError(f"{name}: {len(step_events)} steps recorded, expected {steps}")
     for event in step_events:
-        observation = event["observation"]
+        observation = event.observation
         if not observation.get("prompt") or observation.get("timed_out"):
-            raise RuntimeError(f"{name}: step {event['step']} did not end at a prompt")
+            raise RuntimeError(f"{name}: step {event.step} did not end at a prompt")
     # Step i runs from the end of act() that chose it to the start of the next act().
     loop = [nxt - left for left, nxt in zip(policy.left, policy.entered[1:], strict=False)]
-    latency = [e["latency_s"] for e in step_events]
-    timings = [e["observation"]["timings"] for e in step_events]
+    latency = [e.latency_s for e in step_events]
+    timings = [e.observation["timings"] for e in step_events]
     driver = [t["send_s"] + t["wait_s"] + t["capture_s"] for t in timings]
     return {
         "steps": steps,

@@ -35,12 +35,14 @@ from common import loadavg, log, machine_info, write_report
 from worldtrace.collectors.base import EpisodePlan
 from worldtrace.collectors.episode import EpisodeLimits, run_episode
 from worldtrace.collectors.recorder import RunRecorder, read_episode
+from worldtrace.collectors.web import WebCollector
 from worldtrace.collectors.web.actions import make_action
 from worldtrace.collectors.web.axtree import node_role
 from worldtrace.collectors.web.browser import close_thread_browser, thread_browser
 from worldtrace.collectors.web.environment import WebConfig, WebEnvironment
 from worldtrace.collectors.web.explore import ExplorePolicy
-from worldtrace.sandboxes.websites import RunningSite, require_site_images, start_site
+from worldtrace.collectors.web.sites import SITES
+from worldtrace.sandboxes.websites import RunningSite, start_site
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 RESULTS_FILE = RESULTS_DIR / "web.json"
@@ -128,7 +130,7 @@ def _site_starter(site: RunningSite) -> Callable[[WebConfig, Any], tuple[Any, st
 
 def _shared_site(site_name: str) -> RunningSite:
     """The site, started in this thread's browser network (the only place the browser sees)."""
-    return start_site(site_name, network=thread_browser().network)
+    return start_site(SITES[site_name], network=thread_browser().network)
 
 
 LARGE_PAGE_STEPS = 8
@@ -219,10 +221,10 @@ def measure_throughput(site_name: str, steps: int, workers: int, out: Path) -> d
 def _recorded_step_seconds(run_dir: Path) -> float:
     """The step latencies the recorder wrote, summed over every episode of the run."""
     return sum(
-        float(event.get("latency_s") or 0)
+        event.latency_s
         for path in (run_dir / "raw" / "episodes").glob("*.jsonl")
         for event in read_episode(path)
-        if event.get("type") == "step"
+        if event.type == "step"
     )
 
 
@@ -274,7 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rounds = args.rounds or (1 if args.quick else 3)
     explore_steps = args.explore_steps or (15 if args.quick else 60)
     try:
-        require_site_images(args.sites)
+        WebCollector.requirements.require_images()
     except Exception as error:  # any setup problem: report it and stop
         log(str(error))
         return 2
