@@ -107,7 +107,13 @@ class CurationConfig(_Strict):
     filters: FilterSettings = Field(default_factory=FilterSettings)
     scrub: ScrubSettings = Field(default_factory=ScrubSettings)
     decontam: DecontamSettings = Field(default_factory=DecontamSettings)
-    tasks: int = Field(default=1, ge=1, description="datatrove tasks (shards of the input files)")
+    tasks: int = Field(
+        default=1,
+        ge=1,
+        le=65535,
+        description="datatrove tasks (shards of the input files); exact dedup tells at most "
+        "65,535 apart (datatrove's 16-bit priorities)",
+    )
     max_output_file_bytes: int = Field(
         default=512 * 2**20, ge=1, description="rotate output shards at about this size"
     )
