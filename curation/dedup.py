@@ -5,7 +5,9 @@ the first one (lowest rank, then position) is kept. It runs on datatrove's bound
 exact dedup: :class:`ExactDedupSignature` (every rank: sorted signature files),
 :func:`exact_dedup_find` (datatrove's stage 2, one task: a heap merge of those files that
 never holds more than a buffer per file) and :class:`ExactDedupFilter` (every rank, same
-reader and task count as the signature stage), which marks what stage 2 found.
+reader and task count as the signature stage), which marks what stage 2 found. A task keeps
+only its own share's signatures (sorted before they are written, as datatrove does), so more
+tasks mean less memory each; nothing holds every key of the corpus at once.
 
 Near duplicates use datatrove's MinHash stages with :func:`minhash_config` (numbers kept) and
 :class:`StateWordTokenizer`, a regex tokenizer that needs no downloads.
