@@ -13,17 +13,18 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import click
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 from typer.core import TyperGroup
 
-from worldtrace.collectors.episode import EpisodeResult
-from worldtrace.schemas.errors import ConfigError, InputError, WorldtraceError
+if TYPE_CHECKING:  # the libraries read their log settings at import: not before the options
+    from worldtrace.collectors.episode import EpisodeResult
 
 console = Console(stderr=True)
 """Progress, warnings and errors (stderr); results and tables go to stdout."""
@@ -35,8 +36,15 @@ class _ErrorBoundary(TyperGroup):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except WorldtraceError as error:
-            console.print(f"[red]error:[/red] {error}", highlight=False, markup=True)
+        except Exception as error:
+            # Imported only now: the schemas import libraries that read their log settings
+            # on import, which the options callback (run by invoke) sets first.
+            from worldtrace.schemas.errors import WorldtraceError
+
+            if not isinstance(error, WorldtraceError):
+                raise
+            # Text, not markup: messages quote paths and values that may hold [brackets].
+            console.print(Text.assemble(("error: ", "red"), str(error)), soft_wrap=True)
             raise typer.Exit(error.exit_code) from None
 
 
@@ -67,13 +75,16 @@ def _options(
 
 
 def _summary(title: str, rows: dict[str, Any]) -> None:
-    """Print a two-column summary table, with the log file as its last row."""
+    """Print a two-column summary table."""
     table = Table(title=title, show_header=False, title_justify="left")
     for key, value in rows.items():
         table.add_row(key.replace("_", " "), str(value))
-    if _log_file is not None:
-        table.add_row("log", str(_log_file))
     Console().print(table)
+
+
+def _say_where_the_log_is() -> None:
+    if _log_file is not None:
+        console.print(f"[dim]log: {_log_file}[/dim]", highlight=False)
 
 
 @app.command()
@@ -129,6 +140,8 @@ class _ProgressBar:
 def _key_values(pairs: list[str]) -> dict[str, Any]:
     """Parse ``KEY=VALUE`` flags; values are read as YAML, so numbers and booleans are typed."""
     import yaml
+
+    from worldtrace.schemas.errors import ConfigError
 
     parsed: dict[str, Any] = {}
     for pair in pairs:
@@ -187,6 +200,7 @@ def collect(
     from worldtrace.flows.collect import run_collection
     from worldtrace.flows.config import load_config, validate_config
     from worldtrace.flows.progress import listening
+    from worldtrace.schemas.errors import ConfigError
 
     flags: dict[str, Any] = {
         "domain": domain,
@@ -221,6 +235,7 @@ def collect(
     with bar, listening(listener):
         summary = run_collection(config)
     _print_collection(summary)
+    _say_where_the_log_is()
     _exit_if_stopped()
 
 
@@ -293,6 +308,7 @@ def curate(
     with console.status("curating with datatrove…"):
         report = run_curation(sources, out, config, workers=workers, executor=executor)
     _print_curation(report.model_dump())
+    _say_where_the_log_is()
 
 
 def _print_curation(report: dict[str, Any]) -> None:
@@ -324,8 +340,9 @@ def publish(
     ] = False,
 ) -> None:
     """Write a curated corpus as a Hugging Face dataset folder, and optionally upload it."""
-    from worldtrace.publishing.hub import push_to_hub
     from worldtrace.publishing.folder import publish_folder
+    from worldtrace.publishing.hub import push_to_hub
+    from worldtrace.schemas.errors import InputError
 
     if to is None and repo is None:
         raise InputError("give --to DIR, --repo org/name, or both")
@@ -352,6 +369,7 @@ def publish(
             "already there": pushed.noop,
         }
     _summary("publication", rows)
+    _say_where_the_log_is()
 
 
 @app.command()
@@ -374,6 +392,7 @@ def export(
 ) -> None:
     """Export transitions to a world-model SFT format."""
     from worldtrace.exports import EXPORTERS
+    from worldtrace.schemas.errors import InputError
 
     if format_ not in EXPORTERS:
         raise InputError(f"unknown format {format_!r} (available: {', '.join(EXPORTERS)})")
@@ -390,6 +409,7 @@ def run(
     from worldtrace.collectors.registry import get_collector
     from worldtrace.flows.pipeline import file_sha256, load_pipeline_config, pipeline
     from worldtrace.flows.progress import listening
+    from worldtrace.schemas.errors import ConfigError
 
     try:
         sha256 = file_sha256(pipeline_file)
@@ -402,6 +422,7 @@ def run(
     with bar, listening(listener):
         summary = pipeline(str(pipeline_file.resolve()), sha256)
     _print_collection(summary["collect"])
+    _say_where_the_log_is()
     _exit_if_stopped()
     _print_curation({"output_dir": summary["curate"]["corpus"], **summary["curate"]})
     _summary("publication", summary["publish"])
@@ -411,6 +432,7 @@ def run(
 def tasks(domain: Annotated[str, typer.Argument(help="domain")] = "terminal") -> None:
     """List the scripted tasks of a domain."""
     from worldtrace.collectors.registry import get_collector
+    from worldtrace.schemas.errors import InputError
 
     library = get_collector(domain).task_library()
     if not library:

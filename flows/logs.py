@@ -53,6 +53,9 @@ def configure(command: str, loud: bool) -> Path:
     # Prefect prints task and flow runs on its own console handler: warnings only, unless
     # asked (the user's own PREFECT_LOGGING_LEVEL wins).
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if loud else "WARNING")
+    if not loud:
+        # datatrove's dedup stages draw tqdm bars of their own; the command draws its own.
+        os.environ.setdefault("TQDM_DISABLE", "1")
     handlers: list[logging.Handler] = [logging.FileHandler(path, encoding="utf-8")]
     if loud:
         handlers.append(logging.StreamHandler(sys.stderr))
