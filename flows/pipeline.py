@@ -41,8 +41,8 @@ from worldtrace.curation.config import CurationConfig
 from worldtrace.curation.pipeline import curate
 from worldtrace.flows.collect import collect
 from worldtrace.flows.config import CollectConfig, ConfigError, claim_run
-from worldtrace.publishing.hub import push_to_hub
 from worldtrace.publishing.folder import publish_folder
+from worldtrace.publishing.hub import push_to_hub
 
 
 class PublishTarget(BaseModel):
