@@ -122,10 +122,34 @@ def _domain_files(folder: Path) -> dict[str, list[Path]]:
 
 
 @dataclass(frozen=True)
-class RunLayout:
-    """A run directory."""
+class _TransitionFolder:
+    """What a run and a corpus both hold: transition shards, an episodes table, a quarantine."""
 
     root: Path
+
+    @property
+    def transitions(self) -> Path:
+        """``transitions/<domain>/`` parquet shards."""
+        return self.root / "transitions"
+
+    @property
+    def episodes_table(self) -> Path:
+        """``episodes.parquet``."""
+        return self.root / "episodes.parquet"
+
+    @property
+    def quarantine(self) -> Path:
+        """What could not be read, and why."""
+        return self.root / "quarantine.jsonl"
+
+    def transition_files(self) -> dict[str, list[Path]]:
+        """The transition shards of each domain."""
+        return _domain_files(self.transitions)
+
+
+@dataclass(frozen=True)
+class RunLayout(_TransitionFolder):
+    """A run directory."""
 
     @property
     def manifest(self) -> Path:
@@ -147,36 +171,15 @@ class RunLayout:
         """Attempts that never finished."""
         return self.root / "raw" / "interrupted"
 
-    @property
-    def transitions(self) -> Path:
-        """``transitions/<domain>/`` parquet shards."""
-        return self.root / "transitions"
-
-    @property
-    def episodes_table(self) -> Path:
-        """``episodes.parquet``."""
-        return self.root / "episodes.parquet"
-
-    @property
-    def quarantine(self) -> Path:
-        """Raw episodes that could not be normalized, and why."""
-        return self.root / "quarantine.jsonl"
-
     def read_manifest(self) -> RunManifest:
         """Return ``run.json``; :class:`LayoutError` if absent, malformed or another version."""
         manifest: RunManifest = _read_manifest(self.manifest, RunManifest, "run directory")
         return manifest
 
-    def transition_files(self) -> dict[str, list[Path]]:
-        """The transition shards of each domain."""
-        return _domain_files(self.transitions)
-
 
 @dataclass(frozen=True)
-class CorpusLayout:
+class CorpusLayout(_TransitionFolder):
     """A curated corpus folder."""
-
-    root: Path
 
     @property
     def manifest(self) -> Path:
@@ -184,24 +187,9 @@ class CorpusLayout:
         return self.root / "corpus.json"
 
     @property
-    def transitions(self) -> Path:
-        """``transitions/<domain>/`` parquet shards."""
-        return self.root / "transitions"
-
-    @property
-    def episodes_table(self) -> Path:
-        """``episodes.parquet``."""
-        return self.root / "episodes.parquet"
-
-    @property
     def stats(self) -> Path:
         """``stats.json``."""
         return self.root / "stats.json"
-
-    @property
-    def quarantine(self) -> Path:
-        """Unreadable files and invalid rows, with reasons."""
-        return self.root / "quarantine.jsonl"
 
     @property
     def work(self) -> Path:
@@ -221,10 +209,6 @@ class CorpusLayout:
         """Mark the corpus curated from ``inputs`` (the last thing curation writes)."""
         manifest = CorpusManifest(inputs=inputs)
         write_json_atomically(self.manifest, manifest.model_dump(mode="json"))
-
-    def transition_files(self) -> dict[str, list[Path]]:
-        """The transition shards of each domain."""
-        return _domain_files(self.transitions)
 
 
 @dataclass(frozen=True)
