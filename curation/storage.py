@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +21,6 @@ from fsspec.implementations.local import LocalFileSystem
 
 Location = str | Path | DataFolder
 """A local path, an fsspec URL, or a ``DataFolder``."""
-
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-
-
-def is_url(location: str | Path) -> bool:
-    """Whether ``location`` names a protocol (``s3://…``, ``file://…``), not a plain path."""
-    return isinstance(location, str) and bool(_URL.match(location))
 
 
 def as_folder(location: Location) -> DataFolder:

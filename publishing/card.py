@@ -267,15 +267,3 @@ def render_card(
         "",
     ]
     return "\n".join(parts)
-
-
-def read_front_matter(text: str) -> dict[str, Any]:
-    """Parse the YAML front matter of a card (empty dict if there is none)."""
-    if not text.startswith("---"):
-        return {}
-    _, _, rest = text.partition("---")
-    block, sep, _ = rest.partition("\n---")
-    if not sep:
-        return {}
-    loaded = yaml.safe_load(block)
-    return loaded if isinstance(loaded, dict) else {}

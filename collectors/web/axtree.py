@@ -137,11 +137,6 @@ def flatten_axtree(tree: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def node_count(tree: dict[str, Any]) -> int:
-    """Return how many nodes the tree holds (shown or not)."""
-    return len(tree.get("nodes") or [])
-
-
 def node_role(node: dict[str, Any]) -> str:
     """The node's role ('' if it has none)."""
     return str((node.get("role") or {}).get("value", ""))
@@ -196,13 +191,3 @@ def find_bids(tree: dict[str, Any], role: str, name: str) -> list[str]:
         elif label.startswith(name):
             prefixed.append(bid)
     return exact or prefixed
-
-
-def find_bid(tree: dict[str, Any], role: str, name: str) -> str | None:
-    """Return the bid of the node with ``role`` and exactly ``name``, else a name prefix match.
-
-    The first node in the order the tree text prints nodes wins (DevTools lists nodes in its
-    own order, which differs); None if no node matches either way.
-    """
-    found = find_bids(tree, role, name)
-    return found[0] if found else None

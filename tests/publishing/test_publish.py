@@ -8,6 +8,7 @@ import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pyarrow.parquet as pq
@@ -17,7 +18,6 @@ from datasets import Image, load_dataset
 from PIL import Image as PILImage
 
 from tests.records import make_transition
-from worldtrace.publishing.card import read_front_matter
 from worldtrace.publishing.folder import MANIFEST, PublishError, manifest_of, publish_folder
 from worldtrace.schemas import EnvironmentRef, Episode, Observation, PolicyRef, Transition, to_table
 from worldtrace.schemas.layouts import CorpusLayout
@@ -25,6 +25,18 @@ from worldtrace.schemas.layouts import CorpusLayout
 WEB_ENV = EnvironmentRef(
     name="web/chromium", version="chromium-156", components={"chromium": "156"}, config_hash="beef"
 )
+
+
+def read_front_matter(text: str) -> dict[str, Any]:
+    """Parse the YAML front matter of a card (empty dict if there is none)."""
+    if not text.startswith("---"):
+        return {}
+    _, _, rest = text.partition("---")
+    block, sep, _ = rest.partition("\n---")
+    if not sep:
+        return {}
+    loaded = yaml.safe_load(block)
+    return loaded if isinstance(loaded, dict) else {}
 
 
 def png(color: str = "red") -> bytes:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from worldtrace.collectors.web.axtree import find_bid, flatten_axtree, take_bid
+from tests.web.web_test_pages import find_bid
+from worldtrace.collectors.web.axtree import flatten_axtree, take_bid
 
 
 def node(node_id: str, role: str, name: str | None = None, children=(), **extra):

@@ -15,10 +15,17 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.web.web_test_pages import TestPages, bid, environment_on_pages, serve_test_pages, step
+from tests.web.web_test_pages import (
+    TestPages,
+    bid,
+    environment_on_pages,
+    find_bid,
+    serve_test_pages,
+    step,
+)
 from worldtrace.collectors.web import WebCollector
 from worldtrace.collectors.web.actions import parse_action
-from worldtrace.collectors.web.axtree import find_bid, flatten_axtree
+from worldtrace.collectors.web.axtree import flatten_axtree
 from worldtrace.collectors.web.browser import chromium_path
 from worldtrace.collectors.web.environment import WATCHDOG_GRACE_S, WebEnvironment
 

@@ -19,11 +19,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from worldtrace.collectors.base import StepOutcome
 from worldtrace.collectors.web.actions import parse_action
-from worldtrace.collectors.web.axtree import find_bid, flatten_axtree
+from worldtrace.collectors.web.axtree import find_bids, flatten_axtree
 from worldtrace.collectors.web.environment import WebConfig, WebEnvironment
 from worldtrace.sandboxes.websites import SITE_DOMAIN, BrowserNetwork
 
@@ -156,3 +157,13 @@ def bid(observation: dict, role: str, name: str) -> str:
 def step(env: WebEnvironment, text: str) -> StepOutcome:
     """Run one BrowserGym action string."""
     return env.step(parse_action(text), timeout_s=60)
+
+
+def find_bid(tree: dict[str, Any], role: str, name: str) -> str | None:
+    """Return the bid of the node with ``role`` and exactly ``name``, else a name prefix match.
+
+    The first node in the order the tree text prints nodes wins (DevTools lists nodes in its
+    own order, which differs); None if no node matches either way.
+    """
+    found = find_bids(tree, role, name)
+    return found[0] if found else None
