@@ -14,30 +14,27 @@ folder named twice is read once.
 
 from __future__ import annotations
 
-import json
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 from glob import has_magic
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from datatrove.io import DataFolder
 from fsspec import AbstractFileSystem
 from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
-from pydantic import ValidationError
 
 from worldtrace.curation.storage import describe
 from worldtrace.schemas.errors import InputError
 from worldtrace.schemas.layouts import (
-    LAYOUT_VERSION,
     CorpusLayout,
     CorpusManifest,
-    LayoutError,
     PublishedLayout,
     RunLayout,
     RunManifest,
+    parse_manifest,
 )
 
 # The names inside a run, corpus and published folder, as the layouts module defines them.
@@ -67,27 +64,10 @@ class CurationInput:
 
 def _check_manifest(fs: AbstractFileSystem, path: str, kind: Literal["run", "corpus"]) -> None:
     """Read a run's or corpus's manifest and check its layout version, as the layouts do."""
-    where = f"{path} ({kind})"
-    try:
-        with fs.open(path, "r", encoding="utf-8") as handle:
-            data: Any = json.load(handle)
-    except ValueError as error:
-        raise LayoutError(f"{path} is not valid JSON: {error}") from None
-    if not isinstance(data, dict):
-        raise LayoutError(f"{path} must hold a JSON object")
-    version = int(data.get("layout_version") or 1)
-    if version != LAYOUT_VERSION:
-        relation = "newer" if version > LAYOUT_VERSION else "older"
-        fix = "upgrade worldtrace to read it" if version > LAYOUT_VERSION else "make it again"
-        raise LayoutError(
-            f"{where} is in layout version {version}, {relation} than this worldtrace reads "
-            f"({LAYOUT_VERSION}): {fix}"
-        )
+    with fs.open(path, "r", encoding="utf-8") as handle:
+        text = handle.read()
     model = RunManifest if kind == "run" else CorpusManifest
-    try:
-        model.model_validate({"layout_version": 1, **data})
-    except ValidationError as error:
-        raise LayoutError(f"{path} is not a {kind} manifest: {error}") from None
+    parse_manifest(text, model, kind, path)
 
 
 def _kind(fs: AbstractFileSystem, path: str) -> Literal["run", "corpus", "published"] | None:

@@ -37,7 +37,7 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -73,7 +73,7 @@ class CorpusManifest(_Manifest):
     inputs: list[str] = Field(default_factory=list, description="the folders curated into it")
 
 
-def _check_version(kind: str, version: int, where: Path) -> None:
+def _check_version(kind: str, version: int, where: Path | str) -> None:
     if version > LAYOUT_VERSION:
         raise LayoutError(
             f"{where} is a {kind} in layout version {version}, newer than this worldtrace "
@@ -86,21 +86,34 @@ def _check_version(kind: str, version: int, where: Path) -> None:
         )
 
 
-def _read_manifest(path: Path, model: type[_Manifest], kind: str) -> Any:
+M = TypeVar("M", bound=_Manifest)
+
+
+def parse_manifest(text: str, model: type[M], kind: str, where: str) -> M:
+    """Parse a manifest's JSON ``text`` read from ``where`` (a path or URL), version checked.
+
+    Raises :class:`LayoutError` for invalid JSON, another layout version or a bad field.
+    """
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise LayoutError(f"{path.parent} is not a {kind} (no {path.name})") from None
+        data = json.loads(text)
     except ValueError as error:
-        raise LayoutError(f"{path} is not valid JSON: {error}") from None
+        raise LayoutError(f"{where} is not valid JSON: {error}") from None
     if not isinstance(data, dict):
-        raise LayoutError(f"{path} must hold a JSON object")
-    _check_version(kind, int(data.get("layout_version") or 1), path.parent)
+        raise LayoutError(f"{where} must hold a JSON object")
+    _check_version(kind, int(data.get("layout_version") or 1), where)
     try:
         # Manifests written before versions existed carry neither version nor kind.
         return model.model_validate({"layout_version": 1, **data})
     except ValidationError as error:
-        raise LayoutError(f"{path} is not a {kind} manifest: {error}") from None
+        raise LayoutError(f"{where} is not a {kind} manifest: {error}") from None
+
+
+def _read_manifest(path: Path, model: type[M], kind: str) -> M:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise LayoutError(f"{path.parent} is not a {kind} (no {path.name})") from None
+    return parse_manifest(text, model, kind, str(path))
 
 
 def write_json_atomically(path: Path, data: Any) -> None:
@@ -173,8 +186,7 @@ class RunLayout(_TransitionFolder):
 
     def read_manifest(self) -> RunManifest:
         """Return ``run.json``; :class:`LayoutError` if absent, malformed or another version."""
-        manifest: RunManifest = _read_manifest(self.manifest, RunManifest, "run directory")
-        return manifest
+        return _read_manifest(self.manifest, RunManifest, "run directory")
 
 
 @dataclass(frozen=True)
@@ -202,8 +214,7 @@ class CorpusLayout(_TransitionFolder):
 
     def read_manifest(self) -> CorpusManifest:
         """Return ``corpus.json``; :class:`LayoutError` if absent, malformed or another version."""
-        manifest: CorpusManifest = _read_manifest(self.manifest, CorpusManifest, "corpus")
-        return manifest
+        return _read_manifest(self.manifest, CorpusManifest, "corpus")
 
     def write_manifest(self, inputs: list[str]) -> None:
         """Mark the corpus curated from ``inputs`` (the last thing curation writes)."""
