@@ -59,3 +59,54 @@ def test_text_ending_in_a_semicolon_is_typed_literally(terminal_image):
         assert plain_screen(outcome.observation["screen"]).splitlines()[-2] == "a;"
     finally:
         env.close()
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        command("ls -l"),
+        keys("vim notes.txt", "Enter", "ihello <world>", "Escape", ":wq", "Enter"),
+        keys("C-c"),
+        keys("echo a<b", "Tab"),
+        wait(2.5),
+    ],
+)
+def test_action_text_reads_back_into_the_same_action(action):
+    assert actions.parse_action_text(action.text) == action
+
+
+def test_adjacent_literal_items_read_back_as_one_typed_text():
+    # Typing "i" then "hello" sends the same bytes as typing "ihello"; the text cannot tell
+    # them apart, so the reading is the shorter one.
+    assert actions.parse_action_text(keys("i", "hello", "Enter").text) == keys("ihello", "Enter")
+
+
+def test_an_empty_action_text_is_refused():
+    with pytest.raises(ValueError, match="types nothing"):
+        actions.parse_action_text("")
+
+
+def test_a_replay_of_action_texts_records_their_real_screens(tmp_path, terminal_image):
+    from worldtrace.collectors.recorder import read_episode
+    from worldtrace.flows.collect import run_collection
+    from worldtrace.flows.config import validate_config
+
+    config = validate_config(
+        {
+            "domain": "terminal",
+            "episodes": 1,
+            "out": str(tmp_path),
+            "policy": {"kind": "replay", "params": {"actions": ["cd /tmp<Enter>", "pwd<Enter>"]}},
+            "environment": {"image": terminal_image},
+        }
+    )
+    summary = run_collection(config)
+    assert (summary["collected"], summary["transitions"]) == (1, 2)
+    (episode,) = (config.run_dir / "raw" / "episodes").glob("*.jsonl")
+    steps = [event for event in read_episode(episode) if event.type == "step"]
+    assert [step.action.arguments["keys"] for step in steps] == [
+        ["cd /tmp", "Enter"],
+        ["pwd", "Enter"],
+    ]
+    assert steps[1].observation["cwd"] == "/tmp"
+    assert plain_screen(steps[1].observation["screen"]).splitlines()[-2] == "/tmp"
