@@ -8,7 +8,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from worldtrace.schemas.errors import ConfigError
+from worldtrace.schemas.errors import ConfigError, validation_problems
 
 
 def registered_read_only_actions() -> tuple[str, ...]:
@@ -132,7 +132,5 @@ def load_curation_config(path: Path) -> CurationConfig:
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is not valid YAML: {error}") from None
     except ValidationError as error:
-        problems = [
-            f"  {'.'.join(str(p) for p in item['loc'])}: {item['msg']}" for item in error.errors()
-        ]
-        raise ConfigError("invalid curation config:\n" + "\n".join(problems)) from None
+        problems = validation_problems(error, "config")
+        raise ConfigError("invalid curation config:\n  " + "\n  ".join(problems)) from None

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from worldtrace.collectors.recorder import RunRecorder
 from worldtrace.collectors.registry import get_collector
-from worldtrace.schemas.errors import ConfigError
+from worldtrace.schemas.errors import ConfigError, validation_problems
 
 
 class PolicyConfig(BaseModel):
@@ -135,12 +135,8 @@ def validate_config(data: dict[str, Any]) -> CollectConfig:
     try:
         return CollectConfig.model_validate(data)
     except ValidationError as error:
-        problems = []
-        for item in error.errors():
-            where = ".".join(str(part) for part in item["loc"]) or "config"
-            message = item["msg"].removeprefix("Value error, ")
-            problems.append(f"  {where}: {message}")
-        raise ConfigError("invalid collection config:\n" + "\n".join(problems)) from None
+        problems = validation_problems(error, "config")
+        raise ConfigError("invalid collection config:\n  " + "\n  ".join(problems)) from None
 
 
 def load_config(path: Path, overrides: dict[str, Any] | None = None) -> CollectConfig:

@@ -40,9 +40,10 @@ from worldtrace.collectors.episode import stop_requested
 from worldtrace.curation.config import CurationConfig
 from worldtrace.curation.pipeline import curate
 from worldtrace.flows.collect import collect
-from worldtrace.flows.config import CollectConfig, ConfigError, claim_run
+from worldtrace.flows.config import CollectConfig, claim_run
 from worldtrace.publishing.folder import publish_folder
 from worldtrace.publishing.hub import push_to_hub
+from worldtrace.schemas.errors import ConfigError, validation_problems
 
 
 class PublishTarget(BaseModel):
@@ -89,10 +90,8 @@ def load_pipeline_config(path: Path, sha256: str | None = None) -> PipelineConfi
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is not valid YAML: {error}") from None
     except ValidationError as error:
-        problems = [
-            f"  {'.'.join(str(p) for p in item['loc'])}: {item['msg']}" for item in error.errors()
-        ]
-        raise ConfigError("invalid pipeline config:\n" + "\n".join(problems)) from None
+        problems = validation_problems(error, "pipeline")
+        raise ConfigError("invalid pipeline config:\n  " + "\n  ".join(problems)) from None
 
 
 @task(name="curate", cache_policy=NO_CACHE, persist_result=False)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from pydantic import ValidationError
+
 
 class WorldtraceError(Exception):
     """Base of every user-facing error; the message names the problem and the fix."""
@@ -35,3 +37,16 @@ class SetupError(WorldtraceError):
 
 class ConfigError(InputError, ValueError):
     """An invalid config (a file, flags or fields); the message names each bad field."""
+
+
+def validation_problems(error: ValidationError, whole: str) -> list[str]:
+    """One ``field: message`` line per problem pydantic found; ``whole`` names the top level.
+
+    A dotted field path is what a user can find in a YAML file or record, and pydantic's
+    "Value error, " prefix says nothing to them.
+    """
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"]) or whole
+        problems.append(f"{where}: {item['msg'].removeprefix('Value error, ')}")
+    return problems

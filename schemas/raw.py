@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from worldtrace.schemas.errors import InputError
+from worldtrace.schemas.errors import InputError, validation_problems
 from worldtrace.schemas.records import Action, EnvironmentRef, EpisodeStatus, PolicyRef
 
 RawObservation = dict[str, Any]
@@ -117,10 +117,7 @@ def parse_event(line: str | bytes) -> RawEvent:
     try:
         return _EVENT.validate_json(line)
     except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}"
-            for item in error.errors()
-        )
+        problems = "; ".join(validation_problems(error, "event"))
         raise MalformedEpisode(f"not a raw event ({problems})") from None
 
 

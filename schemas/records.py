@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from worldtrace.schemas.errors import InputError
+from worldtrace.schemas.errors import InputError, validation_problems
 
 SCHEMA_VERSION = "1.0"
 
@@ -44,10 +44,7 @@ class RecordError(InputError, ValueError):
     """A record failed validation; the message names every offending field."""
 
     def __init__(self, record: str, error: ValidationError) -> None:
-        problems = []
-        for item in error.errors():
-            field = ".".join(str(part) for part in item["loc"]) or "<record>"
-            problems.append(f"{record}.{field}: {item['msg']}")
+        problems = [f"{record}.{problem}" for problem in validation_problems(error, "<record>")]
         super().__init__("; ".join(problems))
         self.problems = problems
 

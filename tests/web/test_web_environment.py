@@ -2,7 +2,7 @@
 
 The awkward cases live here (dialogs, pop-ups, nested iframes, downloads, blocked requests, a
 page that never loads, a crashed renderer, a very large page); the real sites are exercised
-in tests/test_web_sites.py.
+in tests/web/test_web_sites.py.
 """
 
 from __future__ import annotations

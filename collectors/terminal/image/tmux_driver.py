@@ -59,7 +59,7 @@ PIDS_FOLDERS = ("/sys/fs/cgroup/pids", "/sys/fs/cgroup")
 ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
 # Same rule as collectors/terminal/actions.py (this file runs in the container and cannot
-# import the package); tests/test_terminal_actions.py keeps the two in step.
+# import the package); tests/terminal/test_terminal_actions.py keeps the two in step.
 NAMED_KEYS = {
     "Enter",
     "Escape",
