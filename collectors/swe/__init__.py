@@ -1,0 +1,1 @@
+"""The swe domain: real Python repositories in Docker, driven through tool calls."""
