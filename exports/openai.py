@@ -8,6 +8,13 @@ line when
 the environment rejected the action, then the observation verbatim). The last pair is the
 transition the line is for; with ``history`` only that many earlier turns precede it
 (``None``: the whole episode so far).
+
+Episodes of tool-calling domains (their observations are ``tool-result``s: swe, mcp) are
+written the way chat APIs carry tool use: the user turn holds the task and the state before
+the first turn shown, each action is an assistant message with one entry in ``tool_calls``
+(``{"id", "type": "function", "function": {"name", "arguments"}}``, arguments as JSON text),
+and each next state is a ``role: tool`` message answering that call's id, with the same
+``render_response`` text. The last ``tool`` message is the transition's target.
 """
 
 from __future__ import annotations
@@ -16,7 +23,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from worldtrace.exports.prompts import render_response, render_user_turn, system_prompt
+from worldtrace.exports.prompts import (
+    render_response,
+    render_state,
+    render_user_turn,
+    system_prompt,
+)
 from worldtrace.exports.source import Step, export_domains, window_start
 
 
@@ -26,6 +38,9 @@ def openai_rows(
     """Yield the chat SFT lines of ``episodes``, one per transition."""
     system = {"role": "system", "content": system_prompt(domain)}
     for episode in episodes:
+        if episode[0].is_tool_call:
+            yield from _tool_call_rows(system, episode, history)
+            continue
         pairs = [
             (
                 render_user_turn(None, step.observation, step.action),
@@ -44,6 +59,44 @@ def openai_rows(
                 messages.append({"role": "user", "content": user})
                 messages.append({"role": "assistant", "content": assistant})
             yield {"messages": messages}
+
+
+def _tool_call_rows(
+    system: dict[str, str], episode: list[Step], history: int | None
+) -> Iterator[dict[str, Any]]:
+    """The lines of a tool-calling episode: assistant ``tool_calls``, ``role: tool`` results."""
+    calls = [_call_messages(step) for step in episode]
+    for index in range(len(episode)):
+        start = window_start(index, history)
+        first = episode[start]
+        state = render_state(first.observation, task=first.task, initial=first.step == 0)
+        messages: list[dict[str, Any]] = [system, {"role": "user", "content": state}]
+        for i in range(start, index + 1):
+            messages.extend(calls[i])
+        yield {"messages": messages}
+
+
+def _call_messages(step: Step) -> list[dict[str, Any]]:
+    """One step as an assistant tool call and the tool's answer to it."""
+    call_id = f"call_{step.step}"
+    return [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": step.action_name, "arguments": step.action_arguments},
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": call_id,
+            "content": render_response(step.next_observation, step.action_error),
+        },
+    ]
 
 
 def export_openai(source: Path, out_dir: Path, history: int | None = None) -> dict[str, int]:

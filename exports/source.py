@@ -18,6 +18,9 @@ import polars as pl
 
 from worldtrace.schemas.layouts import transition_files
 
+TOOL_RESULT_FORMAT = "tool-result"
+"""The observation format of domains whose actions are tool calls."""
+
 
 @dataclass(frozen=True, slots=True)
 class Step:
@@ -31,6 +34,16 @@ class Step:
     action: str
     next_observation: str
     action_error: str | None
+    action_name: str = ""
+    action_arguments: str = "{}"
+    """The action's arguments as the JSON text the parquet column holds."""
+    next_format: str = ""
+    """The next observation's format tag (``tool-result`` for tool-calling domains)."""
+
+    @property
+    def is_tool_call(self) -> bool:
+        """Whether the action is a tool call answered by a tool result (swe, mcp …)."""
+        return self.next_format == TOOL_RESULT_FORMAT
 
 
 def _steps_frame(files: list[Path]) -> pl.DataFrame:
@@ -43,7 +56,10 @@ def _steps_frame(files: list[Path]) -> pl.DataFrame:
             pl.col("task"),
             pl.col("observation").struct.field("text").alias("observation"),
             pl.col("action").struct.field("text").alias("action"),
+            pl.col("action").struct.field("name").alias("action_name"),
+            pl.col("action").struct.field("arguments").alias("action_arguments"),
             pl.col("next_observation").struct.field("text").alias("next_observation"),
+            pl.col("next_observation").struct.field("format").alias("next_format"),
             pl.col("action_error"),
         )
         .unique(subset=["id"], keep="first", maintain_order=True)
@@ -68,6 +84,9 @@ def iter_episodes(files: list[Path]) -> Iterator[list[Step]]:
             action=row["action"] or "",
             next_observation=row["next_observation"] or "",
             action_error=row["action_error"] or None,
+            action_name=row["action_name"],
+            action_arguments=row["action_arguments"] or "{}",
+            next_format=row["next_format"],
         )
         if episode and episode[-1].episode_id != step.episode_id:
             yield episode

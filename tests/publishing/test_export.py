@@ -223,6 +223,69 @@ def test_openai_messages(hub: Path, tmp_path: Path) -> None:
         assert len(line["messages"]) in (3, 5)
 
 
+def _tool_episode() -> list[Transition]:
+    results = ["repo toolz 1.0.0\n", "1\tdef add(a, b):\n", "old string not found", "3 passed\n"]
+    calls = [
+        ("read_file", {"path": "toolz/a.py", "start_line": 1, "end_line": 1}),
+        ("str_replace", {"path": "toolz/a.py", "old": "x", "new": "y"}),
+        ("run_tests", {"selector": None}),
+    ]
+    steps = []
+    for k, (name, arguments) in enumerate(calls):
+        steps.append(
+            make_transition(
+                k,
+                "ep-swe",
+                domain="swe",
+                task="fix add",
+                observation=Observation(format="tool-result", text=results[k]),
+                action=Action(
+                    name=name,
+                    arguments=arguments,
+                    text=json.dumps({"name": name, "arguments": arguments}),
+                ),
+                next_observation=Observation(format="tool-result", text=results[k + 1]),
+                action_error="old string not found" if name == "str_replace" else None,
+            )
+        )
+    return steps
+
+
+def test_openai_tool_calls_and_tool_results(tmp_path: Path) -> None:
+    steps = _tool_episode()
+    folder = tmp_path / "pub" / "data" / "swe"
+    folder.mkdir(parents=True)
+    pq.write_table(to_table(steps[::-1], Transition), folder / "train-0.parquet")
+    assert export_openai(tmp_path / "pub", tmp_path / "oa") == {"swe": 3}
+    lines = _read_jsonl(tmp_path / "oa" / "swe.jsonl")
+    for line, step in zip(lines, steps, strict=True):
+        messages = line["messages"]
+        assert [m["role"] for m in messages] == ["system", "user"] + ["assistant", "tool"] * (
+            step.step + 1
+        )
+        assert messages[1]["content"].startswith("**Task:** fix add\n**Initial Observation:**")
+        assert steps[0].observation.text in messages[1]["content"]
+        for k, (call, result) in enumerate(zip(messages[2::2], messages[3::2], strict=True)):
+            (tool_call,) = call["tool_calls"]
+            assert tool_call["type"] == "function"
+            assert tool_call["function"]["name"] == steps[k].action.name
+            assert json.loads(tool_call["function"]["arguments"]) == steps[k].action.arguments
+            assert result["tool_call_id"] == tool_call["id"]
+            assert parse_response(result["content"]) == (
+                steps[k].next_observation.text,
+                steps[k].action_error,
+            )
+    # A window starts from the state before its first call, labelled as the current one.
+    last = _read_jsonl(tmp_path / "oa" / "swe.jsonl")[-1]
+    export_openai(tmp_path / "pub", tmp_path / "oa1", history=0)
+    windowed = _read_jsonl(tmp_path / "oa1" / "swe.jsonl")[-1]["messages"]
+    assert len(windowed) == 4 and len(last["messages"]) == 8
+    assert (
+        windowed[1]["content"]
+        == f"**Task:** fix add\n**Current Observation:**\n{steps[2].observation.text}"
+    )
+
+
 def test_transitions_layout_and_multiple_shards(tmp_path: Path) -> None:
     run = tmp_path / "run"
     _write(run, "transitions", "part-00000.parquet", EPISODES["ep-a"][:2])
