@@ -18,7 +18,7 @@ import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -26,6 +26,9 @@ from worldtrace.collectors.requirements import Requirements
 from worldtrace.schemas import Action, EnvironmentRef, Observation, PolicyRef
 from worldtrace.schemas.raw import RawEpisode, RawObservation
 from worldtrace.schemas.records import PolicyKind
+
+if TYPE_CHECKING:
+    import click
 
 
 class EnvironmentConfig(BaseModel):
@@ -252,6 +255,14 @@ class Collector(ABC, Generic[ConfigT, TaskT]):
             offered = ", ".join(repr(name) for name in self.policies)
             raise ValueError(f"unknown {self.domain} policy {kind!r} (expected {offered})")
         return factory(self, params)
+
+    def task_commands(self) -> click.Command | None:
+        """The domain's own ``worldtrace tasks <domain> COMMAND`` subcommands, if it has any.
+
+        A domain whose tasks are made rather than written (synthesized, downloaded) offers the
+        commands that make them here, so the generic command line knows no domain.
+        """
+        return None
 
     def task_library(self, environment: ConfigT | None = None) -> Sequence[TaskT]:
         """The scripted tasks (of ``environment``, when they depend on it; all otherwise)."""

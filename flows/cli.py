@@ -428,13 +428,30 @@ def run(
     _summary("publication", summary["publish"])
 
 
-@app.command()
-def tasks(domain: Annotated[str, typer.Argument(help="domain")] = "terminal") -> None:
-    """List the scripted tasks of a domain."""
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def tasks(
+    ctx: typer.Context, domain: Annotated[str, typer.Argument(help="domain")] = "terminal"
+) -> None:
+    """List the scripted tasks of a domain, or run its own task commands.
+
+    ``worldtrace tasks DOMAIN COMMAND ...`` runs a command the domain offers for its tasks
+    (``worldtrace tasks swe synthesize --repo toolz --count 20``; ``worldtrace tasks swe
+    --help`` lists them).
+    """
     from worldtrace.collectors.registry import get_collector
     from worldtrace.schemas.errors import InputError
 
-    library = get_collector(domain).task_library()
+    collector = get_collector(domain)
+    if ctx.args:
+        commands = collector.task_commands()
+        if commands is None:
+            raise InputError(
+                f"the {domain} domain has no task commands (got {' '.join(ctx.args)!r}); "
+                f"`worldtrace tasks {domain}` lists its tasks"
+            )
+        commands.main(args=ctx.args, prog_name=f"worldtrace tasks {domain}", standalone_mode=False)
+        return
+    library = collector.task_library()
     if not library:
         raise InputError(f"the {domain} domain has no scripted tasks")
     table = Table("name", "category", "instruction")
