@@ -61,11 +61,21 @@ class ImageDefinition:
     """A sandbox image: a folder holding its Dockerfile and the files the Dockerfile copies.
 
     Domains keep their definitions in their own package and declare them in their
-    requirements; the image is tagged ``worldtrace/<name>:latest``.
+    requirements; the image is tagged ``worldtrace/<name>:latest``. ``build_args`` are the
+    Dockerfile's ``ARG`` values (``BASE`` is always ours): one folder built with other
+    arguments is another image, with its own name and hash.
     """
 
     name: str
     folder: Path
+    build_args: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        keys = [key for key, _ in self.build_args]
+        if "BASE" in keys:
+            raise SandboxError(f"image {self.name}: BASE is set by the builder, not a build arg")
+        if len(set(keys)) != len(keys):
+            raise SandboxError(f"image {self.name}: a build arg is given twice: {keys}")
 
     @property
     def tag(self) -> str:
@@ -105,7 +115,7 @@ def definition_hash(
     client: docker.DockerClient | None = None,
     base_id: str | None = None,
 ) -> str:
-    """Return the sha256 of definition ``name``: its files' relative paths and contents + base id.
+    """Return the sha256 of a definition: its files (paths, contents), build args and base id.
 
     ``base_id`` defaults to the id of :data:`BASE_IMAGE` in the engine behind ``client`` (an
     empty string if the base image is missing, which makes any existing image stale). The
@@ -123,6 +133,10 @@ def definition_hash(
         relative = path.relative_to(folder).as_posix().encode()
         digest.update(b"%d:%s\0%s%d:" % (len(relative), relative, executable, len(data)))
         digest.update(data)
+    # Only definitions with build args hash them, so every other image keeps its hash. Sorted:
+    # the order the arguments are given in does not change the image.
+    for key, value in sorted(definition.build_args):
+        digest.update(b"arg\0%d:%s%d:%s" % (len(key), key.encode(), len(value), value.encode()))
     digest.update(b"base\0" + base_id.encode())
     return digest.hexdigest()
 
@@ -360,7 +374,7 @@ def _build(
         tag=definition.tag,
         network_mode="host",  # --bridge=none: host networking is the only way to apt/pip
         labels={DEFINITION_LABEL: digest, IMAGE_LABEL: definition.name},
-        buildargs={"BASE": BASE_IMAGE},
+        buildargs={**dict(definition.build_args), "BASE": BASE_IMAGE},
         rm=True,
         forcerm=True,  # remove intermediate containers of failed steps too
         decode=True,

@@ -64,6 +64,34 @@ def test_definition_hash_follows_files_and_base(terminal_copy: images.ImageDefin
     assert images.definition_hash(terminal_copy, base_id="sha256:other") != original
 
 
+def test_definition_hash_follows_build_args(terminal_copy: images.ImageDefinition) -> None:
+    folder = terminal_copy.folder
+    plain = images.definition_hash(terminal_copy, base_id="sha256:base")
+    one = images.ImageDefinition("x", folder, build_args=(("REPO", "toolz"),))
+    other = images.ImageDefinition("x", folder, build_args=(("REPO", "click"),))
+    hashes = {images.definition_hash(d, base_id="sha256:base") for d in (terminal_copy, one, other)}
+    assert len(hashes) == 3  # the same folder with other args is another image
+    assert plain == images.definition_hash(
+        images.ImageDefinition("y", folder), base_id="sha256:base"
+    )
+    # The order the arguments come in does not change the image; the key does.
+    two = images.ImageDefinition("x", folder, build_args=(("A", "1"), ("B", "2")))
+    swapped = images.ImageDefinition("x", folder, build_args=(("B", "2"), ("A", "1")))
+    renamed = images.ImageDefinition("x", folder, build_args=(("A", "1"), ("C", "2")))
+    assert images.definition_hash(two, base_id="b") == images.definition_hash(swapped, base_id="b")
+    assert images.definition_hash(two, base_id="b") != images.definition_hash(renamed, base_id="b")
+    # Length-prefixed: one argument cannot imitate two.
+    glued = images.ImageDefinition("x", folder, build_args=(("A", "1arg\x001:B1:2"),))
+    assert images.definition_hash(glued, base_id="b") != images.definition_hash(two, base_id="b")
+
+
+def test_build_args_may_not_set_base_or_repeat(tmp_path: Path) -> None:
+    with pytest.raises(images.SandboxError, match="BASE is set by the builder"):
+        images.ImageDefinition("x", tmp_path, build_args=(("BASE", "debian"),))
+    with pytest.raises(images.SandboxError, match="given twice"):
+        images.ImageDefinition("x", tmp_path, build_args=(("A", "1"), ("A", "2")))
+
+
 def test_a_definition_is_a_folder_with_a_dockerfile(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(images.SandboxError, match="no Dockerfile"):
@@ -153,6 +181,24 @@ def test_build_failure_reports_the_log(
         images.ensure_image(tiny, client)
     assert "about-to-fail" in str(raised.value)
     assert images.image_status(tiny, client) == "missing"
+
+
+@pytest.mark.docker
+def test_build_args_reach_the_dockerfile(
+    tiny: images.ImageDefinition, client: docker.DockerClient
+) -> None:
+    (tiny.folder / "Dockerfile").write_text(
+        'ARG BASE\nFROM ${BASE}\nARG GREETING\nRUN echo "$GREETING" > /greeting\n'
+    )
+    hello = images.ImageDefinition(tiny.name, tiny.folder, build_args=(("GREETING", "hello"),))
+    images.ensure_image(hello, client)
+    output = client.containers.run(
+        hello.tag, ["cat", "/greeting"], remove=True, network_mode="none"
+    )
+    assert output == b"hello\n"
+    # Other args: the image built with "hello" is stale for them.
+    bye = images.ImageDefinition(tiny.name, tiny.folder, build_args=(("GREETING", "bye"),))
+    assert images.image_status(bye, client) == "stale"
 
 
 @pytest.mark.docker
