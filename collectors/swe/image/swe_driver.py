@@ -1,0 +1,672 @@
+"""Run the swe tools inside the sandbox; one JSON request and reply per line.
+
+Runs with the container's own Python 3 (standard library only) for the lifetime of an episode,
+so a step costs one round trip over the exec stream instead of one ``docker exec`` per tool.
+
+Requests (stdin) and replies (stdout), one JSON object per line; a reply echoes its request's
+``id``, so the host can tell the reply to its request from any other line:
+  {"id": "...", "op": "tool", "tool": "read_file", "arguments": {...}, "timeout": 30}
+      -> observation
+  {"id": "...", "op": "observe", "orientation": true} -> observation (no tool ran)
+  {"id": "...", "op": "apply_patch", "patch": "<unified diff>", "timeout": 60}
+      -> {"files": [...]} (the patch is folded into the repository's one commit)
+A request the driver could not serve gets {"id": "...", "driver_error": "..."}.
+``python3 swe_driver.py --observe`` prints one observation and exits (the host's last look
+into a sandbox whose driver stopped answering).
+
+Observation: {"tool", "output" (stdout and stderr interleaved, as the agent sees them),
+"exit_code" (run_shell_command and run_tests; None for the other tools and on a timeout),
+"timed_out", "timeout_s", "error" (a tool-level error such as "old string not found"),
+"git_status" (``git status --porcelain``), "git_diff_stat" (``git diff --stat``), "wall_s"
+(the tool's own wall time), "output_dropped_bytes" (output past CAPTURE_BYTES not kept),
+"forks_refused"}.
+
+Isolation: the driver runs as root, is not dumpable, and gives none of its file descriptors to
+a child, so nothing the agent runs can read its requests, write a reply or signal it. Every
+tool runs in a child that has dropped to the unprivileged ``user`` before touching anything:
+shell commands and the test runner are executed as that user in a process group of their own
+(killed whole at the timeout); the file tools run their file operations in a forked child
+that dropped privileges first, so they can read and write exactly what the user can.
+"""
+
+import collections
+import contextlib
+import ctypes
+import fcntl
+import json
+import os
+import pwd
+import select
+import shlex
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+USER = "user"
+REPO = "/home/user/repo"
+VENV_BIN = "/opt/swe-venv/bin"
+RUN_TESTS = "/opt/worldtrace/run_tests.py"
+REPO_INFO = "/opt/worldtrace/repo.json"
+PR_SET_DUMPABLE = 4
+F_SETPIPE_SZ = 1031
+# The container's process limit: cgroup v1 and v2 places of the pids controller's files.
+PIDS_FOLDERS = ("/sys/fs/cgroup/pids", "/sys/fs/cgroup")
+
+CAPTURE_BYTES = 1 << 20
+"""Most output bytes kept per tool call: the first and the last half; the middle is counted."""
+EXIT_GRACE_S = 1.0
+"""How long output is still read after a command exits while something it left holds the pipe."""
+GIT_TIMEOUT_S = 10.0
+"""Limit of each ``git`` run that reads the working tree's state after a tool."""
+READ_LIMIT_BYTES = 8 << 20
+"""Largest file read_file and str_replace open."""
+BINARY_PROBE_BYTES = 8192
+SEARCH_MAX_LINES = 200
+SEARCH_MAX_LINE_CHARS = 500
+CONTEXT_LINES = 3
+"""Lines shown before and after an edit made by str_replace."""
+
+ACCOUNT = pwd.getpwnam(USER)
+GROUPS = os.getgrouplist(USER, ACCOUNT.pw_gid)
+USER_ENV = {
+    "HOME": ACCOUNT.pw_dir,
+    "USER": USER,
+    "LOGNAME": USER,
+    "SHELL": "/bin/bash",
+    "PATH": f"{VENV_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    # No __pycache__ folders appear in the working tree (and in git status) when tests run.
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+}
+GIT = ["git", "-c", "safe.directory=*", "--no-optional-locks"]
+
+
+def forbid_inspection():
+    """Make this process non-dumpable: its memory and file descriptors are root's alone."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
+def drop_privileges():
+    """Become ``user`` for good (in a child): groups, then gid, then uid."""
+    os.setgroups(GROUPS)
+    os.setgid(ACCOUNT.pw_gid)
+    os.setuid(ACCOUNT.pw_uid)
+
+
+class Capture:
+    """Output kept within CAPTURE_BYTES: the first half, the last half, and a count between."""
+
+    def __init__(self):
+        self.head = bytearray()
+        self.tail = collections.deque()
+        self.tail_size = 0
+        self.dropped = 0
+
+    def add(self, chunk):
+        """Keep ``chunk`` (or the part that fits)."""
+        half = CAPTURE_BYTES // 2
+        room = half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if not chunk:
+            return
+        self.tail.append(chunk)
+        self.tail_size += len(chunk)
+        while self.tail_size - len(self.tail[0]) >= half:
+            self.tail_size -= len(self.tail[0])
+            self.dropped += len(self.tail.popleft())
+
+    def text(self):
+        """The kept output as text, with a marker where bytes were not kept."""
+        head = bytes(self.head).decode("utf-8", errors="replace")
+        tail = b"".join(self.tail).decode("utf-8", errors="replace")
+        if self.dropped:
+            return f"{head}\n[... {self.dropped} bytes of output not kept ...]\n{tail}"
+        return head + tail
+
+
+def _kill_group(pgid):
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _drain(read_fd, capture, until):
+    """Read what is left in the pipe until EOF or ``until`` (monotonic time)."""
+    while True:
+        remaining = until - time.monotonic()
+        if remaining <= 0:
+            return
+        ready, _, _ = select.select([read_fd], [], [], remaining)
+        if not ready:
+            return
+        chunk = os.read(read_fd, 65536)
+        if not chunk:
+            return
+        capture.add(chunk)
+
+
+def run_as_user(argv, timeout, stdin_data=None, env=None):
+    """Run ``argv`` as the user in the repository, in a process group of its own.
+
+    Stdout and stderr share one pipe (interleaved as written). Returns
+    (capture, exit_code, timed_out): at the timeout the whole group is killed and exit_code is
+    None. A command that exits while something it started still holds the pipe gets
+    EXIT_GRACE_S more for output; then its group is killed and the pipe abandoned, so nothing
+    the command leaves behind can hold the driver.
+    """
+    read_fd, write_fd = os.pipe()
+    stdin = subprocess.DEVNULL
+    if stdin_data is not None:
+        stdin, feed = os.pipe()
+        fcntl.fcntl(feed, F_SETPIPE_SZ, max(len(stdin_data), 65536))
+        os.write(feed, stdin_data)
+        os.close(feed)
+    try:
+        process = subprocess.Popen(
+            argv,
+            cwd=REPO,
+            env={**USER_ENV, **(env or {})},
+            stdin=stdin,
+            stdout=write_fd,
+            stderr=write_fd,
+            user=ACCOUNT.pw_uid,
+            group=ACCOUNT.pw_gid,
+            extra_groups=GROUPS,
+            process_group=0,
+            close_fds=True,
+        )
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+        if stdin_data is not None:
+            os.close(stdin)
+    capture = Capture()
+    pidfd = os.pidfd_open(process.pid)
+    deadline = time.monotonic() + timeout
+    timed_out = False
+    try:
+        exited_at = None
+        eof = False
+        while not (eof and exited_at is not None):
+            now = time.monotonic()
+            limit = deadline if exited_at is None else min(deadline, exited_at + EXIT_GRACE_S)
+            if now >= limit:
+                timed_out = exited_at is None
+                _kill_group(process.pid)
+                _drain(read_fd, capture, time.monotonic() + 0.2)
+                break
+            watched = ([] if eof else [read_fd]) + ([pidfd] if exited_at is None else [])
+            ready, _, _ = select.select(watched, [], [], limit - now)
+            if read_fd in ready:
+                chunk = os.read(read_fd, 65536)
+                if chunk:
+                    capture.add(chunk)
+                else:
+                    eof = True
+            if pidfd in ready:
+                exited_at = time.monotonic()
+        process.wait()
+    finally:
+        os.close(pidfd)
+        os.close(read_fd)
+        if process.returncode is None:
+            _kill_group(process.pid)
+            process.wait()
+    code = process.returncode
+    exit_code = None if timed_out else (128 - code if code < 0 else code)
+    return capture, exit_code, timed_out
+
+
+def in_user_child(function, args, timeout):
+    """Run ``function(*args)`` in a forked child that became the user; return its dict.
+
+    The child answers through a pipe with one JSON object; it is killed at the timeout.
+    """
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        status = 1
+        try:
+            os.close(read_fd)
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            drop_privileges()
+            os.chdir(REPO)
+            data = json.dumps(function(*args)).encode()
+            while data:
+                data = data[os.write(write_fd, data) :]
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_fd)
+    pidfd = os.pidfd_open(pid)
+    chunks = []
+    deadline = time.monotonic() + timeout
+    timed_out = False
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                os.kill(pid, signal.SIGKILL)
+                break
+            ready, _, _ = select.select([read_fd], [], [], remaining)
+            if ready:
+                chunk = os.read(read_fd, 65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+    finally:
+        os.close(pidfd)
+        os.close(read_fd)
+        _, status = os.waitpid(pid, 0)
+    if timed_out:
+        return {"output": "", "error": f"timed out after {timeout:g}s", "timed_out": True}
+    if os.waitstatus_to_exitcode(status) != 0 or not chunks:
+        raise RuntimeError(f"the tool's child failed (status {status})")
+    return json.loads(b"".join(chunks))
+
+
+# --- the file tools (run in the user's child) ---------------------------------------------------
+
+
+def _problem(path, error):
+    return f"{path}: {error.strerror or error}"
+
+
+def _open_regular(path, flags):
+    """Open a regular file without blocking on a FIFO; return (fd, size) or raise OSError."""
+    fd = os.open(path, flags | os.O_NONBLOCK)
+    info = os.fstat(fd)
+    if stat.S_ISDIR(info.st_mode):
+        os.close(fd)
+        raise IsADirectoryError(21, "Is a directory")
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise OSError(0, "Not a regular file")
+    return fd, info.st_size
+
+
+def _read_all(fd, size):
+    if size > READ_LIMIT_BYTES:
+        raise OSError(0, f"File too large ({size} bytes; at most {READ_LIMIT_BYTES} are read)")
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        if sum(map(len, chunks)) > READ_LIMIT_BYTES:
+            raise OSError(0, f"File too large (more than {READ_LIMIT_BYTES} bytes)")
+
+
+def _split_lines(text):
+    """Lines as ``cat -n`` counts them: split at newlines, no empty line after a final one."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _numbered(lines, first):
+    return "".join(f"{number:6}\t{line}\n" for number, line in enumerate(lines, first))
+
+
+def read_file(path, start_line, end_line):
+    """The file's lines start_line..end_line, numbered like ``cat -n``."""
+    try:
+        fd, size = _open_regular(path, os.O_RDONLY)
+        try:
+            data = _read_all(fd, size)
+        finally:
+            os.close(fd)
+    except IsADirectoryError:
+        return {"output": "", "error": f"{path}: Is a directory (use list_dir)"}
+    except OSError as error:
+        return {"output": "", "error": _problem(path, error)}
+    if b"\x00" in data[:BINARY_PROBE_BYTES]:
+        return {"output": "", "error": f"{path}: binary file ({len(data)} bytes), not shown"}
+    lines = _split_lines(data.decode("utf-8", errors="replace"))
+    first = start_line or 1
+    if first > max(len(lines), 1):
+        return {
+            "output": "",
+            "error": f"{path}: start_line {first} is past the end of the file ({len(lines)} lines)",
+        }
+    last = min(end_line or len(lines), len(lines))
+    return {"output": _numbered(lines[first - 1 : last], first), "error": None}
+
+
+def write_file(path, content):
+    """Create or overwrite ``path`` with ``content``, making its folders."""
+    data = content.encode("utf-8")
+    try:
+        folder = os.path.dirname(path)
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK, 0o666)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(0, "Not a regular file")
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+    except OSError as error:
+        return {"output": "", "error": _problem(path, error)}
+    return {"output": f"Wrote {len(data)} bytes to {path}\n", "error": None}
+
+
+def str_replace(path, old, new):
+    """Replace the one occurrence of ``old``; an error, file untouched, for none or several."""
+    try:
+        fd, size = _open_regular(path, os.O_RDONLY)
+        try:
+            data = _read_all(fd, size)
+        finally:
+            os.close(fd)
+    except OSError as error:
+        return {"output": "", "error": _problem(path, error)}
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"output": "", "error": f"{path}: not UTF-8 text, cannot edit"}
+    count = text.count(old)
+    if count == 0:
+        return {"output": "", "error": f"old string not found in {path}"}
+    if count > 1:
+        return {
+            "output": "",
+            "error": f"old string occurs {count} times in {path}; it must occur exactly once "
+            "(include more of the surrounding text)",
+        }
+    at = text.index(old)
+    edited = text[:at] + new + text[at + len(old) :]
+    try:
+        # In place: the file keeps its inode, owner and mode.
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NONBLOCK)
+        try:
+            view = memoryview(edited.encode("utf-8"))
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+    except OSError as error:
+        return {"output": "", "error": _problem(path, error)}
+    lines = _split_lines(edited)
+    first_edited = text.count("\n", 0, at) + 1
+    last_edited = first_edited + new.count("\n")
+    first = max(1, first_edited - CONTEXT_LINES)
+    last = min(len(lines), last_edited + CONTEXT_LINES)
+    snippet = _numbered(lines[first - 1 : last], first)
+    return {"output": f"Edited {path}:\n{snippet}", "error": None}
+
+
+def list_dir(path):
+    """The folder's entries, sorted, folders with a trailing ``/``, ``.git`` hidden."""
+    try:
+        with os.scandir(path) as entries:
+            names = []
+            for entry in entries:
+                if entry.name == ".git":
+                    continue
+                name = os.fsencode(entry.name).decode("utf-8", errors="replace")
+                try:
+                    folder = entry.is_dir()
+                except OSError:
+                    folder = False
+                names.append(name + "/" if folder else name)
+    except OSError as error:
+        return {"output": "", "error": _problem(path, error)}
+    names.sort()
+    return {"output": "".join(f"{name}\n" for name in names), "error": None}
+
+
+def utime_files(paths_and_times):
+    """Set the access and modification times of files (nanoseconds) back to what they were."""
+    for path, times in paths_and_times:
+        os.utime(path, ns=tuple(times), follow_symlinks=False)
+    return {"output": "", "error": None}
+
+
+def stat_files(paths):
+    """The (atime, mtime) in nanoseconds of each path that exists."""
+    found = []
+    for path in paths:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        found.append([path, [info.st_atime_ns, info.st_mtime_ns]])
+    return {"output": found, "error": None}
+
+
+# --- tools run as processes -------------------------------------------------------------------
+
+
+def search(pattern, path, glob, timeout):
+    """``grep -rnIE`` as the user, capped at SEARCH_MAX_LINES lines."""
+    argv = ["grep", "-rnIE", "--color=never", "--exclude-dir=.git"]
+    if glob:
+        argv += ["--include", glob]
+    argv += ["-e", pattern, "--"]
+    # With no file operand grep searches the working folder and names files without "./".
+    if path != ".":
+        argv.append(path)
+    capture, code, timed_out = run_as_user(argv, timeout)
+    if timed_out:
+        return {
+            "output": capture.text(),
+            "error": f"timed out after {timeout:g}s",
+            "timed_out": True,
+        }
+    lines = capture.text().splitlines()
+    shown = [
+        line if len(line) <= SEARCH_MAX_LINE_CHARS else line[:SEARCH_MAX_LINE_CHARS] + " [...]"
+        for line in lines[:SEARCH_MAX_LINES]
+    ]
+    if len(lines) > SEARCH_MAX_LINES:
+        shown.append(f"[... {len(lines) - SEARCH_MAX_LINES} more lines not shown ...]")
+    output = "".join(f"{line}\n" for line in shown)
+    if code == 1 and not lines:
+        return {"output": "No matches found.\n", "error": None}
+    if code not in (0, 1):
+        messages = [line for line in lines if line.startswith("grep: ")]
+        error = messages[-1][len("grep: ") :] if messages else f"grep exited {code}"
+        return {"output": output, "error": error}
+    return {"output": output, "error": None}
+
+
+def run_command(argv, timeout):
+    """A shell command or the test runner: its output, exit code and whether it timed out."""
+    capture, code, timed_out = run_as_user(argv, timeout)
+    return {
+        "output": capture.text(),
+        "exit_code": code,
+        "timed_out": timed_out,
+        "output_dropped_bytes": capture.dropped,
+        "error": None,
+    }
+
+
+def git_text(*args):
+    """The output of a git command as the user in the repository (its error text if it fails)."""
+    capture, _, timed_out = run_as_user([*GIT, *args], GIT_TIMEOUT_S)
+    text = capture.text()
+    return text + f"[git {args[0]} timed out after {GIT_TIMEOUT_S:g}s]\n" if timed_out else text
+
+
+def run_tool(tool, arguments, timeout):
+    """Run one tool and return its part of the observation."""
+    if tool == "run_shell_command":
+        return run_command(["bash", "-c", arguments["command"]], timeout)
+    if tool == "run_tests":
+        selector = arguments.get("selector")
+        return run_command(["python3", RUN_TESTS, *shlex.split(selector or "")], timeout)
+    if tool == "search":
+        return search(arguments["pattern"], arguments["path"], arguments.get("glob"), timeout)
+    if tool == "read_file":
+        args = (arguments["path"], arguments.get("start_line"), arguments.get("end_line"))
+        return in_user_child(read_file, args, timeout)
+    if tool == "write_file":
+        return in_user_child(write_file, (arguments["path"], arguments["content"]), timeout)
+    if tool == "str_replace":
+        args = (arguments["path"], arguments["old"], arguments["new"])
+        return in_user_child(str_replace, args, timeout)
+    if tool == "list_dir":
+        return in_user_child(list_dir, (arguments["path"],), timeout)
+    raise ValueError(f"unknown tool {tool!r}")
+
+
+def repo_info():
+    """The repository's facts from the image (name, version …), or {} if absent."""
+    try:
+        with open(REPO_INFO) as handle:
+            info = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def orientation():
+    """What an agent is shown first: the repository, its git status and its top level."""
+    info = repo_info()
+    name = info.get("name", os.path.basename(REPO))
+    version = info.get("version")
+    title = f"{name} {version}" if version else name
+    listing = in_user_child(list_dir, (".",), GIT_TIMEOUT_S)
+    return (
+        f"Repository {title} in {REPO} (a git repository).\n\n"
+        f"$ git status\n{git_text('status')}\n"
+        f"$ ls\n{listing['output'] or listing['error']}"
+    )
+
+
+def observation(tool, part, timeout, wall_s):
+    """The reply for one tool call (or none): its part plus the working tree's state."""
+    return {
+        "tool": tool,
+        "output": part.get("output", ""),
+        "exit_code": part.get("exit_code"),
+        "timed_out": bool(part.get("timed_out", False)),
+        "timeout_s": timeout,
+        "error": part.get("error"),
+        "git_status": git_text("status", "--porcelain"),
+        "git_diff_stat": git_text("diff", "--stat"),
+        "wall_s": round(wall_s, 6),
+        "output_dropped_bytes": part.get("output_dropped_bytes", 0),
+    }
+
+
+def apply_patch(patch, timeout):
+    """Apply a patch as the user and fold it into the one commit, leaving no trace of it.
+
+    The touched files keep their modification times, the commit keeps its author, committer
+    and dates, and the replaced commit is pruned (no reflog entry, no dangling object), so
+    neither ``git status``, ``git diff``, ``git log``, ``git reflog`` nor ``git fsck`` tells
+    the patched code from the original.
+    """
+    data = patch.encode("utf-8")
+    capture, code, _ = run_as_user([*GIT, "apply", "--numstat", "-"], timeout, data)
+    if code != 0:
+        raise RuntimeError(f"git apply --numstat failed: {capture.text().strip()[-500:]}")
+    files = [
+        line.split("\t", 2)[2] for line in capture.text().splitlines() if line.count("\t") >= 2
+    ]
+    times = in_user_child(stat_files, (files,), timeout)["output"]
+    capture, code, _ = run_as_user([*GIT, "apply", "-"], timeout, data)
+    if code != 0:
+        raise RuntimeError(f"git apply failed: {capture.text().strip()[-500:]}")
+    in_user_child(utime_files, (times,), timeout)
+    capture, code, _ = run_as_user([*GIT, "log", "-1", "--format=%cn%n%ce%n%cI"], timeout)
+    committer = capture.text().splitlines()
+    if code != 0 or len(committer) != 3:
+        raise RuntimeError(f"git log failed: {capture.text().strip()[-500:]}")
+    # --amend keeps the author and the author date; the committer is set back as it was.
+    env = {
+        "GIT_COMMITTER_NAME": committer[0],
+        "GIT_COMMITTER_EMAIL": committer[1],
+        "GIT_COMMITTER_DATE": committer[2],
+    }
+    steps = (
+        ("commit", ["commit", "--quiet", "--all", "--amend", "--no-edit", "--no-verify"]),
+        ("reflog", ["reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all"]),
+        ("gc", ["gc", "--quiet", "--prune=now"]),
+    )
+    for name, args in steps:
+        capture, code, _ = run_as_user([*GIT, *args], timeout, env=env)
+        if code != 0:
+            raise RuntimeError(f"git {name} failed: {capture.text().strip()[-500:]}")
+    return {"files": files}
+
+
+def handle(request):
+    """Execute one request and return its reply."""
+    op = request.get("op")
+    if op == "tool":
+        timeout = float(request["timeout"])
+        started = time.monotonic()
+        part = run_tool(request["tool"], request["arguments"], timeout)
+        return observation(request["tool"], part, timeout, time.monotonic() - started)
+    if op == "observe":
+        started = time.monotonic()
+        output = orientation() if request.get("orientation") else ""
+        return observation(None, {"output": output}, None, time.monotonic() - started)
+    if op == "apply_patch":
+        return apply_patch(request["patch"], float(request["timeout"]))
+    raise ValueError(f"unknown op {op!r}")
+
+
+def forks_refused():
+    """How many new processes the container's process limit refused so far (0 if unknown)."""
+    for folder in PIDS_FOLDERS:
+        try:
+            with open(f"{folder}/pids.events") as handle:
+                events = handle.read().split()
+        except OSError:
+            continue
+        # "max N": N forks failed because the limit was reached.
+        return int(events[1]) if len(events) > 1 and events[0] == "max" else 0
+    return 0
+
+
+def main():
+    """Serve requests from stdin until it closes."""
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request_id = None
+        refused_before = forks_refused()
+        try:
+            request = json.loads(line)
+            request_id = request.get("id")
+            reply = handle(request)
+        except Exception as error:  # reply, never die: the host decides what an error means
+            reply = {"driver_error": f"{type(error).__name__}: {error}"}
+        refused = forks_refused() - refused_before
+        if "driver_error" in reply and refused:
+            reply["driver_error"] = f"the process limit was reached: {reply['driver_error']}"
+        reply["forks_refused"] = refused
+        reply["id"] = request_id
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    forbid_inspection()
+    if sys.argv[1:] == ["--observe"]:
+        print(json.dumps(observation(None, {"output": ""}, None, 0.0)))
+    else:
+        main()
