@@ -43,7 +43,8 @@ SHELL_TIMEOUT_S = 30.0
 # A read_file line: the number right-aligned in six columns, a tab, the line (like cat -n).
 _NUMBERED = re.compile(r"^ *(\d+)\t(.*)$")
 # A search hit: path:line:text (grep -rn).
-_HIT = re.compile(r"^([\w./+-]+):(\d+):(.*)$")
+_HIT = re.compile(r"^([\w./+-]+):(?P<line>\d+):")
+_SINGLE_FILE_HIT = re.compile(r"^(?P<line>\d+):")
 _DEFINITION = re.compile(r"^(\s*)(?:async\s+)?(def|class)\s+([A-Za-z_]\w*)")
 _FROM_IMPORT = re.compile(r"^\s*from\s+([\w.]+)\s+import\s+\(?([\w\s,]+)\)?\s*(?:#.*)?$")
 _IMPORT = re.compile(r"^\s*import\s+([\w.]+)(?:\s+as\s+\w+)?\s*$")
@@ -257,7 +258,7 @@ class SweExplorePolicy(Policy[Any]):
         elif action.name == "read_file":
             self._learn_read(posixpath.normpath(arguments["path"]), arguments, output)
         elif action.name == "search":
-            self._learn_hits(output)
+            self._learn_hits(posixpath.normpath(arguments["path"]), output)
         elif action.name == "str_replace":
             path = posixpath.normpath(arguments["path"])
             if self._edited.get(path) == (arguments["new"], arguments["old"]):
@@ -338,15 +339,17 @@ class SweExplorePolicy(Policy[Any]):
         if usable and name not in _NOISE_WORDS:
             self._identifiers.setdefault(name, path)
 
-    def _learn_hits(self, output: str) -> None:
+    def _learn_hits(self, searched: str, output: str) -> None:
+        # grep names the file of each hit, except when it searched one file: then "line:text".
+        single = searched in self._files
         for line in output.splitlines():
-            match = _HIT.match(line)
+            match = _SINGLE_FILE_HIT.match(line) if single else _HIT.match(line)
             if not match:
                 continue
-            path = posixpath.normpath(match[1])
+            path = searched if single else posixpath.normpath(match[1])
             if _SAFE_NAME.match(posixpath.basename(path)):
                 self._files.setdefault(path, None)
-                self._hits.setdefault((path, int(match[2])), None)
+                self._hits.setdefault((path, int(match["line"])), None)
 
     def _learn_edit(self, path: str, old: str, new: str) -> None:
         """Keep the file view true after an edit: the edited lines are no longer known."""

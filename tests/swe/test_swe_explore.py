@@ -204,7 +204,10 @@ class FakeRepo:
                 continue
             for number, line in enumerate(_lines(self.files[file]), 1):
                 if regex.search(line):
-                    hits.append(f"{file}:{number}:{line}\n")
+                    # Like grep -rn: no file name when the one operand is a file.
+                    hits.append(
+                        f"{number}:{line}\n" if file == where else f"{file}:{number}:{line}\n"
+                    )
         if where != "." and where not in self.files and where not in self.folders():
             return self.observation("search", "", error=f"{path}: No such file or directory")
         return self.observation("search", "".join(hits) or "No matches found.\n")
@@ -411,7 +414,7 @@ def test_actions_only_use_what_earlier_observations_showed() -> None:
                 folder = posixpath.normpath(arguments["path"])
                 for entry in after["output"].split():
                     seen_paths.add(posixpath.normpath(posixpath.join(folder, entry.rstrip("/"))))
-            if action.name == "search":
+            if action.name == "search" and arguments["path"] not in FILES:
                 for line in after["output"].splitlines():
                     seen_paths.add(line.split(":")[0])
             if action.name == "read_file" and after["error"] is None:
