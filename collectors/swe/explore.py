@@ -47,6 +47,7 @@ _HIT = re.compile(r"^([\w./+-]+):(?P<line>\d+):")
 _SINGLE_FILE_HIT = re.compile(r"^(?P<line>\d+):")
 _DEFINITION = re.compile(r"^(\s*)(?:async\s+)?(def|class)\s+([A-Za-z_]\w*)")
 _FROM_IMPORT = re.compile(r"^\s*from\s+([\w.]+)\s+import\s+\(?([\w\s,]+)\)?\s*(?:#.*)?$")
+_IMPORT_LINE = re.compile(r"^\s*(?:from|import)\s")
 _IMPORT = re.compile(r"^\s*import\s+([\w.]+)(?:\s+as\s+\w+)?\s*$")
 _SAFE_NAME = re.compile(r"^[\w.+-]+$")
 _GIT_STATUS_LINE = re.compile(r"^(..) (.+)$")
@@ -393,9 +394,8 @@ class SweExplorePolicy(Policy[Any]):
             if mistake is not None:
                 return self._take(mistake)
         weights = dict(self.weights)
-        # Curiosity: folders seen but not listed pull harder early on.
-        if self._unlisted_dirs():
-            weights["list"] *= 1.5
+        # Curiosity: folders seen but not listed pull harder; once all are, listing is rarer.
+        weights["list"] *= 1.5 if self._unlisted_dirs() else 0.4
         kinds = [kind for kind, weight in weights.items() if weight > 0]
         for _ in range(20):
             kind = self._rng.choices(kinds, weights=[weights[k] for k in kinds])[0]
@@ -469,18 +469,29 @@ class SweExplorePolicy(Policy[Any]):
     def _test_files(self) -> list[str]:
         return [p for p in self._files if _is_test_file(p)]
 
+    def _named_tests(self, path: str) -> list[str]:
+        """Test files seen whose name holds the module's (``test_core.py`` for ``core.py``)."""
+        stem = posixpath.basename(path).removesuffix(".py")
+        if stem == "__init__":
+            stem = posixpath.basename(posixpath.dirname(path))
+        return [t for t in self._test_files() if stem and stem in posixpath.basename(t)]
+
     def _covering_tests(self, path: str) -> list[str]:
         """Selectors of the tests most likely to cover module ``path``, best first."""
-        stem = posixpath.basename(path).removesuffix(".py")
-        named = [t for t in self._test_files() if stem in posixpath.basename(t)]
+        named = self._named_tests(path)
         ids = [t for t in self._test_ids if t.split("::")[0] in named]
         if named:
             return named + ids
-        # Test files that import something from the module.
+        # Test files read that import the module.
+        module = posixpath.basename(path).removesuffix(".py")
         importing = [
             t
             for t in self._test_files()
-            if t in self._views and any(stem in line for line in self._views[t].lines.values())
+            if t in self._views
+            and any(
+                _IMPORT_LINE.match(line) and re.search(rf"\b{re.escape(module)}\b", line)
+                for line in self._views[t].lines.values()
+            )
         ]
         if importing:
             return importing
@@ -625,6 +636,10 @@ class SweExplorePolicy(Policy[Any]):
         candidates = self._edit_candidates()
         if not candidates:
             return None
+        # Mostly modules with a test file of their own: their tests are quick and to the point.
+        tested = [c for c in candidates if self._named_tests(c[0])]
+        if tested and self._rng.random() < 0.8:
+            candidates = tested
         path, old, new = self._pick(candidates)
         steps = [_Step(tool_call("str_replace", path=path, old=old, new=new), cancels_rest=True)]
         if self._rng.random() < 0.2:
