@@ -172,18 +172,25 @@ class SweExplorePolicy(Policy[Any]):
     ) -> None:
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise ValueError(f"max_steps must be an integer of at least 1, got {max_steps!r}")
+        if weights is not None and not isinstance(weights, Mapping):
+            raise ValueError(f"weights must map action kinds to numbers, got {weights!r}")
         unknown = sorted(set(weights or {}) - set(self.DEFAULT_WEIGHTS))
         if unknown:
             raise ValueError(
                 f"unknown action kinds in weights: {unknown} (known: {list(self.DEFAULT_WEIGHTS)})"
             )
         merged = {**self.DEFAULT_WEIGHTS, **(weights or {})}
-        bad = {k: w for k, w in merged.items() if not isinstance(w, int | float) or w < 0}
+        bad = {
+            kind: weight
+            for kind, weight in merged.items()
+            if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0
+        }
         if bad or not any(merged.values()):
             raise ValueError(
                 f"weights must be non-negative numbers, not all 0; got {bad or merged}"
             )
-        if not isinstance(mistake_rate, int | float) or not 0 <= mistake_rate <= 1:
+        number = isinstance(mistake_rate, int | float) and not isinstance(mistake_rate, bool)
+        if not number or not 0 <= mistake_rate <= 1:
             raise ValueError(f"mistake_rate must be a number in [0, 1], got {mistake_rate!r}")
         self.max_steps = max_steps
         self.weights = {kind: float(weight) for kind, weight in merged.items()}

@@ -27,6 +27,8 @@ from worldtrace.collectors.swe.tools import check_tool_call
 from worldtrace.schemas import Action
 
 REPO = Path(__file__).resolve().parents[2]
+REAL_SEED = 1
+"""The seed of the real episode (its walk reads, searches, tests, edits and reverts)."""
 
 FILES = {
     "README.rst": "minitools\n=========\n\nSmall helpers for lists and text.\n",
@@ -484,6 +486,10 @@ def test_stops_at_max_steps_and_params_are_checked() -> None:
         SweExplorePolicy(max_steps=0)
     with pytest.raises(ValueError, match=r"unknown action kinds.*dance"):
         SweExplorePolicy(weights={"dance": 1.0})
+    with pytest.raises(ValueError, match="weights must map"):
+        SweExplorePolicy(weights=["edit"])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="non-negative"):
+        SweExplorePolicy(weights={"edit": -1})
     with pytest.raises(ValueError, match="mistake_rate"):
         SweExplorePolicy(mistake_rate=2)
     policy = SweExplorePolicy.from_params({"max_steps": 12, "weights": {"edit": 0}})
@@ -492,3 +498,62 @@ def test_stops_at_max_steps_and_params_are_checked() -> None:
     for seed in range(5):
         actions, _, _ = play(seed, steps=30, weights={"edit": 0}, mistake_rate=0)
         assert not [a for a in actions if a.name == "str_replace"]
+
+
+@pytest.fixture(scope="module")
+def toolz_image() -> str:
+    """The toolz repository image, built if its definition changed."""
+    from worldtrace.collectors.swe.repos import image_definition
+    from worldtrace.sandboxes.images import ensure_image
+
+    definition = image_definition("toolz")
+    ensure_image(definition)
+    return definition.tag
+
+
+@pytest.mark.docker
+def test_explores_toolz_for_real_and_leaves_it_clean(toolz_image: str) -> None:
+    from worldtrace.collectors.swe.environment import SweConfig, SweEnvironment
+
+    seed, steps = REAL_SEED, 25
+    env = SweEnvironment(SweConfig(repo="toolz", image=toolz_image))
+    try:
+        observation = env.reset(seed, None)
+        assert "toolz" in observation["output"]
+        policy = SweExplorePolicy(max_steps=steps)
+        policy.reset(seed, None)
+        history: list[HistoryItem] = []
+        while (action := policy.act(observation, history)) is not None:
+            outcome = env.step(action, timeout_s=60)
+            observation = outcome.observation
+            assert not outcome.truncated and not observation["timed_out"], action.text
+            history.append(HistoryItem(action=action, observation=observation, error=outcome.error))
+    finally:
+        env.close()
+    assert len(history) == steps
+    played = [(item.action, item.error) for item in history]
+    failures = [action.text for action, error in played if error is not None]
+    assert len(failures) <= steps // 4, failures
+    succeeded = [action.name for action, error in played if error is None]
+    assert {"list_dir", "read_file", "search", "run_tests", "str_replace"} <= set(succeeded)
+    # Every search looked for something it read, and found it.
+    for item in history:
+        if item.action.name == "search":
+            assert item.observation["output"] != "No matches found.\n", item.action.text
+    # An edit changed the tree; a later step (the revert) brought it back.
+    edits = [
+        index
+        for index, item in enumerate(history)
+        if item.action.name == "str_replace"
+        and item.error is None
+        and item.observation["git_status"].strip()
+    ]
+    assert edits
+    for index in edits:
+        path = history[index].action.arguments["path"]
+        assert f" M {path}" in history[index].observation["git_status"]
+        later = history[index + 1 : index + 8]
+        assert any(item.action.name == "run_tests" for item in later)
+        assert any(path not in item.observation["git_status"] for item in later)
+    assert observation["git_status"] == "", observation["git_status"]
+    assert observation["git_diff_stat"] == ""
