@@ -70,19 +70,19 @@ CONTEXT_LINES = 3
 
 ACCOUNT = pwd.getpwnam(USER)
 GROUPS = os.getgrouplist(USER, ACCOUNT.pw_gid)
+# The image's environment (its PATH with the venv first, its fixed git dates and hash seed), as
+# the user: what a login in the sandbox would have.
 USER_ENV = {
+    **{key: value for key, value in os.environ.items() if key not in ("PWD", "OLDPWD")},
     "HOME": ACCOUNT.pw_dir,
     "USER": USER,
     "LOGNAME": USER,
     "SHELL": "/bin/bash",
-    "PATH": f"{VENV_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    "LANG": "C.UTF-8",
-    "LC_ALL": "C.UTF-8",
-    # No __pycache__ folders appear in the working tree (and in git status) when tests run.
-    "PYTHONDONTWRITEBYTECODE": "1",
     "PAGER": "cat",
     "GIT_PAGER": "cat",
 }
+if not USER_ENV.get("PATH", "").startswith(VENV_BIN + ":"):
+    USER_ENV["PATH"] = f"{VENV_BIN}:{USER_ENV.get('PATH') or '/usr/local/bin:/usr/bin:/bin'}"
 GIT = ["git", "-c", "safe.directory=*", "--no-optional-locks"]
 
 
@@ -570,45 +570,76 @@ def observation(tool, part, timeout, wall_s):
     }
 
 
+def git_output(args, timeout, env=None, stdin_data=None):
+    """The output of a git command that must succeed, as the user in the repository."""
+    capture, code, _ = run_as_user([*GIT, *args], timeout, stdin_data, env)
+    if code != 0:
+        raise RuntimeError(f"git {args[0]} failed: {capture.text().strip()[-500:]}")
+    return capture.text()
+
+
+def read_logs():
+    """The repository's reflog files (path -> text)."""
+    logs = {}
+    for folder, _, names in os.walk(".git/logs"):
+        for name in names:
+            path = os.path.join(folder, name)
+            with open(path, encoding="utf-8") as handle:
+                logs[path] = handle.read()
+    return {"output": logs, "error": None}
+
+
+def write_logs(logs):
+    """Write reflog files back (as read_logs returned them, edited)."""
+    for path, text in logs.items():
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    return {"output": "", "error": None}
+
+
 def apply_patch(patch, timeout):
     """Apply a patch as the user and fold it into the one commit, leaving no trace of it.
 
-    The touched files keep their modification times, the commit keeps its author, committer
-    and dates, and the replaced commit is pruned (no reflog entry, no dangling object), so
-    neither ``git status``, ``git diff``, ``git log``, ``git reflog`` nor ``git fsck`` tells
-    the patched code from the original.
+    ``timeout`` limits the whole. The touched files keep their modification times; the commit
+    keeps its message, author, committer and dates; the replaced commit and its objects are
+    pruned and the reflog reads as before with the new commit id. So neither ``git status``,
+    ``git diff``, ``git log``, ``git reflog`` nor ``git fsck`` tells the patched code from the
+    original.
     """
+    deadline = time.monotonic() + timeout
+
+    def left():
+        # Every step gets what is left of the whole patch's time.
+        return max(deadline - time.monotonic(), 0.1)
+
     data = patch.encode("utf-8")
-    capture, code, _ = run_as_user([*GIT, "apply", "--numstat", "-"], timeout, data)
-    if code != 0:
-        raise RuntimeError(f"git apply --numstat failed: {capture.text().strip()[-500:]}")
-    files = [
-        line.split("\t", 2)[2] for line in capture.text().splitlines() if line.count("\t") >= 2
-    ]
-    times = in_user_child(stat_files, (files,), timeout)["output"]
-    capture, code, _ = run_as_user([*GIT, "apply", "-"], timeout, data)
+    numstat = git_output(["apply", "--numstat", "-"], left(), stdin_data=data)
+    files = [line.split("\t", 2)[2] for line in numstat.splitlines() if line.count("\t") >= 2]
+    times = in_user_child(stat_files, (files,), left())["output"]
+    capture, code, _ = run_as_user([*GIT, "apply", "-"], left(), data)
     if code != 0:
         raise RuntimeError(f"git apply failed: {capture.text().strip()[-500:]}")
-    in_user_child(utime_files, (times,), timeout)
-    capture, code, _ = run_as_user([*GIT, "log", "-1", "--format=%cn%n%ce%n%cI"], timeout)
-    committer = capture.text().splitlines()
-    if code != 0 or len(committer) != 3:
-        raise RuntimeError(f"git log failed: {capture.text().strip()[-500:]}")
+    in_user_child(utime_files, (times,), left())
+    old = git_output(["rev-parse", "HEAD"], left()).strip()
+    logs = in_user_child(read_logs, (), left())["output"]
+    committer = git_output(["log", "-1", "--format=%cn%n%ce%n%cI"], left()).splitlines()
     # --amend keeps the author and the author date; the committer is set back as it was.
     env = {
         "GIT_COMMITTER_NAME": committer[0],
         "GIT_COMMITTER_EMAIL": committer[1],
         "GIT_COMMITTER_DATE": committer[2],
     }
-    steps = (
-        ("commit", ["commit", "--quiet", "--all", "--amend", "--no-edit", "--no-verify"]),
-        ("reflog", ["reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all"]),
-        ("gc", ["gc", "--quiet", "--prune=now"]),
+    git_output(["commit", "--quiet", "--all", "--amend", "--no-edit", "--no-verify"], left(), env)
+    git_output(["reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all"], left())
+    git_output(["prune", "--expire=now"], left())
+    if any(name.endswith(".pack") for name in os.listdir(f"{REPO}/.git/objects/pack")):
+        # The original objects may sit in a pack, where prune does not reach them.
+        git_output(["gc", "--quiet", "--prune=now"], left())
+    new = git_output(["rev-parse", "HEAD"], left()).strip()
+    in_user_child(
+        write_logs, ({path: text.replace(old, new) for path, text in logs.items()},), left()
     )
-    for name, args in steps:
-        capture, code, _ = run_as_user([*GIT, *args], timeout, env=env)
-        if code != 0:
-            raise RuntimeError(f"git {name} failed: {capture.text().strip()[-500:]}")
     return {"files": files}
 
 

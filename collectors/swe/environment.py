@@ -1,0 +1,480 @@
+"""A real Python repository in a Docker sandbox, worked on through tool calls.
+
+One fresh container per episode from the repository's image (``worldtrace/swe-<repo>``), with
+no network and the domain's limits. The host speaks to ``/opt/worldtrace/swe_driver.py`` over a
+single exec stream (one JSON line each way per step), so a step costs one round trip. The raw
+observation is the driver's reply: the tool's whole output, its exit code, whether it timed
+out, its error, the working tree's ``git status --porcelain`` and ``git diff --stat`` after
+it, and its wall time (see the driver's docstring for every field).
+
+Every tool runs as the unprivileged ``user`` in ``/home/user/repo``; the driver runs as root
+where nothing the agent starts can reach it. Each request carries an id (a per-episode random
+token and a sequence number) that the driver echoes: a line on the channel that is not the
+reply to the pending request is skipped and counted (``skipped_replies``), so a step is never
+paired with another step's result.
+
+A call that names no tool or has bad arguments is sent nowhere: the step's error says what is
+wrong, and its observation is the unchanged state, looked at again (empty output). A tool's
+own failure (``old string not found``), a non-zero exit (``exit status N``) and a timeout
+(``timed out after Ns``; the command's whole process group is killed) are the step's error.
+
+A sandbox that stops answering during an action, or reaches its wall-clock limit, is the
+action's doing: the step returns the error with the best state there is (a fresh look by a
+second driver process if the container still runs commands, else the last one; ``sandbox_lost``
+and ``state_stale`` say which) and ends the episode (``truncated``). So does a step during
+which the container's process limit refused new processes. A container gone before its clock
+ran out was removed from outside: that is a ``SandboxError``, and the episode is retried.
+
+A task with a ``bug_patch`` gets it applied at reset, as the user, folded into the
+repository's one commit with the commit's own dates and the touched files' times kept, so no
+git command and no file time shows where it is. A task with ``failing_tests`` and
+``passing_tests`` is evaluated by running them after the episode.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import docker.errors
+from pydantic import Field
+
+from worldtrace.collectors.base import Environment, EnvironmentConfig, StepOutcome
+from worldtrace.collectors.swe.render import OUTPUT_LIMIT_CHARS
+from worldtrace.collectors.swe.tools import check_tool_call, validated_arguments
+from worldtrace.sandboxes.docker import DockerSandbox, ExecStream, Limits, SandboxDied, SandboxError
+from worldtrace.schemas import Action, EnvironmentRef
+from worldtrace.schemas.raw import RawObservation
+
+logger = logging.getLogger(__name__)
+
+DRIVER = ["python3", "/opt/worldtrace/swe_driver.py"]
+RUN_TESTS = "/opt/worldtrace/run_tests.py"
+REPO_PATH = "/home/user/repo"
+USER = "user"
+"""The unprivileged account every tool, the task's patch and the evaluation run as."""
+USER_ENV = {"HOME": "/home/user", "USER": USER, "LOGNAME": USER}
+"""Added to the image's environment for the evaluation's test run (as the driver does)."""
+# How long past a request's own time limit we wait for the driver before calling it lost.
+DRIVER_GRACE_S = 15.0
+# The driver reads the working tree's state after each tool with two git runs of up to 10 s.
+GIT_ALLOWANCE_S = 20.0
+# How long a last look into a sandbox whose driver stopped answering may take.
+LAST_LOOK_TIMEOUT_S = 10.0
+OBSERVE_TIMEOUT_S = 10.0
+# How long a container whose driver stream ended may take to show that it is being removed.
+REMOVAL_SETTLE_S = 1.0
+REPO_LABEL = "worldtrace.swe.repo"
+VERSION_LABEL = "worldtrace.swe.version"
+
+VERSION_PROBE = [
+    "/opt/swe-venv/bin/python",
+    "-c",
+    "import json, platform, subprocess\n"
+    "try:\n"
+    "    info = json.load(open('/opt/worldtrace/repo.json'))\n"
+    "except (OSError, ValueError):\n"
+    "    info = {}\n"
+    "git = subprocess.run(['git', '--version'], capture_output=True, text=True).stdout\n"
+    "print(json.dumps({'repo': info.get('name', ''), 'repo_version': info.get('version', ''),\n"
+    "    'sdist_sha256': info.get('sdist_sha256', ''), 'python': platform.python_version(),\n"
+    "    'git': git.split()[-1] if git else ''}))\n",
+]
+"""Prints the repository's name, version and sdist hash, and the versions of Python and git."""
+
+
+@runtime_checkable
+class PatchedTask(Protocol):
+    """A task whose bug is a patch applied at reset (``SweTask`` is one)."""
+
+    name: str
+    bug_patch: str
+
+
+@runtime_checkable
+class TestedTask(Protocol):
+    """A task judged by tests: those that must be fixed and those that must keep passing."""
+
+    name: str
+    failing_tests: Sequence[str]
+    passing_tests: Sequence[str]
+
+
+class SweConfig(EnvironmentConfig):
+    """Configuration of the swe environment."""
+
+    repo: str = Field(
+        default="toolz", pattern=r"^[a-z0-9][a-z0-9._-]*$", description="repository name"
+    )
+    image: str | None = Field(
+        default=None, description="sandbox image; default worldtrace/swe-<repo>:latest"
+    )
+    limits: Limits = Field(default_factory=Limits)
+    output_limit_chars: int = Field(
+        default=OUTPUT_LIMIT_CHARS,
+        ge=200,
+        description="most characters of a tool's output an observation's text shows (head and "
+        "tail); raw records keep it whole",
+    )
+    setup_timeout_s: float = Field(
+        default=60, gt=0, description="limit for applying the task's patch at reset"
+    )
+    evaluate_timeout_s: float = Field(
+        default=600, gt=0, description="limit for the test run that scores an episode"
+    )
+
+    @property
+    def image_tag(self) -> str:
+        """The image episodes run in."""
+        return self.image or f"worldtrace/swe-{self.repo}:latest"
+
+
+class TaskSetupError(RuntimeError):
+    """A task's patch did not apply: the task is broken, retrying will not help."""
+
+
+class SweEnvironment(Environment[SweConfig, Any]):
+    """A repository in a fresh container per episode, worked on through tool calls."""
+
+    def __init__(self, config: SweConfig | None = None, labels: dict[str, str] | None = None):
+        self.config = config or SweConfig()
+        self._labels = {"worldtrace.domain": "swe", **(labels or {})}
+        self._sandbox: DockerSandbox | None = None
+        self._driver: ExecStream | None = None
+        self._last: RawObservation | None = None
+        self._token = ""
+        self._sequence = 0
+        self._skipped = 0  # lines skipped while waiting for the latest reply
+        self._unusable = False
+        self._started_at = 0.0
+
+    @property
+    def sandbox(self) -> DockerSandbox:
+        """The sandbox of the current episode."""
+        if self._sandbox is None:
+            raise SandboxError("the swe environment has no episode; call reset() first")
+        return self._sandbox
+
+    def reset(self, seed: int, task: Any | None) -> RawObservation:
+        """Start a fresh container, apply the task's bug, return the orientation observation."""
+        self.close()
+        self._token = secrets.token_hex(16)
+        self._sequence = 0
+        self._unusable = False
+        # Taken before the container starts, so the wall-clock limit is never judged late.
+        self._started_at = time.monotonic()
+        self._sandbox = DockerSandbox(
+            self.config.image_tag, limits=self.config.limits, network="none", labels=self._labels
+        ).start()
+        self._driver = self._sandbox.open_stream(DRIVER)
+        patch = task.bug_patch if isinstance(task, PatchedTask) else None
+        if patch:
+            reply = self._request(
+                {"op": "apply_patch", "patch": patch, "timeout": self.config.setup_timeout_s},
+                timeout_s=self.config.setup_timeout_s,
+                raise_driver_error=False,
+            )
+            if "driver_error" in reply:
+                raise TaskSetupError(
+                    f"the bug patch of task {task.name!r} did not apply: {reply['driver_error']}"
+                )
+        self._last = self._observe(orientation=True)
+        return self._last
+
+    def step(self, action: Action, timeout_s: float) -> StepOutcome:
+        """Run one tool call and return its result and the working tree's state.
+
+        An invalid call returns its problem as the error with the state unchanged. A sandbox
+        that stops answering meanwhile, or reaches its wall-clock limit, ends the episode
+        (``truncated``) with the error and the best state there is. A container that vanished
+        otherwise was removed from outside: that raises ``SandboxError``.
+        """
+        if self._driver is None:
+            raise SandboxError("the swe environment has no episode; call reset() first")
+        started = time.monotonic()
+        problem = check_tool_call(action)
+        try:
+            if problem is not None:
+                # Nothing ran: the next state is the current one, looked at again.
+                observation = self._observe(orientation=False)
+                observation["error"] = problem
+            else:
+                request = _tool_request(action, timeout_s)
+                observation = self._request(request, timeout_s=request["timeout"] + GIT_ALLOWANCE_S)
+        except SandboxError as error:
+            if not self._wall_clock_reached() and not self._container_running():
+                # Removed or killed from outside (the agent can stop it only by running out
+                # its clock): no action caused this, so the episode is tried again.
+                raise
+            return self._lost_outcome(action, error, started)
+        observation["output_limit_chars"] = self.config.output_limit_chars
+        refused = observation.get("forks_refused") or 0
+        if refused:
+            # The tool may still have answered, but a sandbox out of processes cannot be
+            # trusted to run the next step (or the evaluation): the episode ends here.
+            self._unusable = True
+            error = (
+                f"the sandbox reached its process limit ({self.config.limits.pids}): "
+                f"{refused} new processes were refused"
+            )
+            return self._outcome(observation, started, error=error, truncated=True)
+        error = problem if problem is not None else _tool_error(observation)
+        return self._outcome(observation, started, error=error)
+
+    def _outcome(
+        self,
+        observation: RawObservation,
+        started: float,
+        error: str | None,
+        truncated: bool = False,
+    ) -> StepOutcome:
+        self._last = observation
+        return StepOutcome(
+            observation=observation,
+            latency_s=time.monotonic() - started,
+            truncated=truncated,
+            error=error,
+        )
+
+    def _lost_outcome(self, action: Action, error: SandboxError, started: float) -> StepOutcome:
+        """The sandbox stopped answering during a step: record why, and end the episode."""
+        self._unusable = True
+        if self._driver is not None:
+            self._driver.close()
+            self._driver = None
+        if self._wall_clock_reached():
+            reason = (
+                f"the sandbox reached its wall-clock limit of "
+                f"{self.sandbox.limits.wall_clock_s:g} s and was stopped"
+            )
+        else:
+            reason = f"the sandbox stopped answering after this action: {error}"
+        observation = self._last_look()
+        stale = observation is None
+        if observation is None:
+            # Only the state seen before: no output, no exit status.
+            observation = {
+                **(self._last or {}),
+                "output": "",
+                "exit_code": None,
+                "timed_out": False,
+                "error": None,
+                "wall_s": 0.0,
+                "output_dropped_bytes": 0,
+            }
+        observation.update(
+            tool=action.name,
+            sandbox_lost=True,
+            state_stale=stale,
+            skipped_replies=self._skipped,
+            output_limit_chars=self.config.output_limit_chars,
+        )
+        self._last = observation
+        return StepOutcome(
+            observation=observation,
+            latency_s=time.monotonic() - started,
+            truncated=True,
+            error=reason,
+        )
+
+    def _container_running(self) -> bool:
+        """Whether the container still runs, a moment after its exec stream ended.
+
+        A container being removed (or killed) from outside still says "running" for a few
+        milliseconds after its processes, our stream included, were killed: looked at once, its
+        removal would pass for the action's doing.
+        """
+        deadline = time.monotonic() + REMOVAL_SETTLE_S
+        while True:
+            try:
+                running = self._sandbox is not None and self._sandbox.is_running()
+            except docker.errors.DockerException:
+                return False
+            if not running or time.monotonic() >= deadline:
+                return running
+            time.sleep(0.05)
+
+    def _wall_clock_reached(self) -> bool:
+        sandbox = self._sandbox
+        if sandbox is None:
+            return False
+        # Our clock started before the container's, so it never says "not yet" too late.
+        own = time.monotonic() - self._started_at >= sandbox.limits.wall_clock_s
+        return sandbox.wall_clock_expired or own
+
+    def _last_look(self) -> RawObservation | None:
+        """Return a fresh observation from a second driver process, or None if none answers."""
+        sandbox = self._sandbox
+        if sandbox is None:
+            return None
+        try:
+            result = sandbox.exec([*DRIVER, "--observe"], timeout=LAST_LOOK_TIMEOUT_S)
+        except SandboxError:
+            return None
+        if result.exit_code != 0:
+            return None
+        observation = _parse_reply(result.text.strip().rsplit("\n", 1)[-1])
+        if observation is None or not isinstance(observation.get("git_status"), str):
+            return None
+        return observation
+
+    def _observe(self, orientation: bool) -> RawObservation:
+        """Look at the working tree without running a tool (with the orientation text, or not)."""
+        observation = self._request(
+            {"op": "observe", "orientation": orientation}, timeout_s=OBSERVE_TIMEOUT_S
+        )
+        observation["output_limit_chars"] = self.config.output_limit_chars
+        return observation
+
+    def _request(
+        self, request: dict[str, Any], timeout_s: float, raise_driver_error: bool = True
+    ) -> dict[str, Any]:
+        """Send one request and return the driver's reply to it, skipping any other line."""
+        if self._driver is None:
+            raise SandboxError("the swe environment has no episode; call reset() first")
+        self._sequence += 1
+        request_id = f"{self._token}:{self._sequence}"
+        self._driver.send_line(json.dumps({**request, "id": request_id}))
+        limit_s = timeout_s + DRIVER_GRACE_S
+        deadline = time.monotonic() + limit_s
+        self._skipped = 0
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                if remaining <= 0:
+                    raise TimeoutError
+                line = self._driver.read_line(remaining)
+            except TimeoutError:
+                raise SandboxDied(f"the swe driver did not answer within {limit_s:.0f}s") from None
+            reply = _parse_reply(line)
+            if reply is not None and reply.get("id") == request_id:
+                break
+            # Not our reply: whatever wrote it, it must not become this step's observation.
+            self._skipped += 1
+        del reply["id"]
+        if "driver_error" in reply and raise_driver_error:
+            raise SandboxError(f"the swe driver failed: {reply['driver_error']}")
+        reply["skipped_replies"] = self._skipped
+        return reply
+
+    def evaluate(self, task: Any | None) -> float | None:
+        """Run the task's failing and must-pass tests as the user: 1.0 if all pass, else 0.0.
+
+        The test files those tests live in are first restored to the commit, so an episode
+        cannot pass by editing the tests. None when there is nothing to check with: a task
+        without tests, or a sandbox the episode's actions left dead or unanswering (its
+        steps stand; only the reward is unknown).
+        """
+        if not isinstance(task, TestedTask):
+            return None
+        tests = [*task.failing_tests, *task.passing_tests]
+        if not tests or self._sandbox is None or self._unusable or not self._sandbox.is_running():
+            return None
+        files = sorted({test.split("::", 1)[0] for test in tests})
+        try:
+            # One file at a time: a file missing from the commit must not keep the others back.
+            restore = 'for f in "$@"; do git checkout -q HEAD -- "$f" 2>/dev/null; done; true'
+            self._sandbox.exec(
+                ["bash", "-c", restore, "restore", *files],
+                timeout=self.config.setup_timeout_s,
+                workdir=REPO_PATH,
+                env=USER_ENV,
+                user=USER,
+            )
+            result = self._sandbox.exec(
+                ["python3", RUN_TESTS, "--json", *tests],
+                timeout=self.config.evaluate_timeout_s,
+                workdir=REPO_PATH,
+                env=USER_ENV,
+                user=USER,
+            )
+        except SandboxError:
+            return None
+        report = _last_json_line(result.text)
+        if report is None:
+            # The agent can break the test run itself (a deleted package, a broken conftest):
+            # that is a failed episode, not a failed collector.
+            logger.warning(
+                "the evaluation of %s printed no JSON report (exit %s): %s",
+                task.name,
+                result.exit_code,
+                result.stderr.decode(errors="replace")[-500:],
+            )
+            return 0.0
+        passed = set(report.get("passed") or ())
+        return 1.0 if all(test in passed for test in tests) else 0.0
+
+    def describe(self) -> EnvironmentRef:
+        """Return the image id, the repository's name and version, and Python's and git's."""
+        sandbox = self.sandbox
+        image_id = sandbox.image_id
+        versions = sandbox.image_versions(VERSION_PROBE)
+        labels = sandbox.container.image.labels or {}
+        components = {
+            **versions,
+            "repo": versions.get("repo") or labels.get(REPO_LABEL, self.config.repo),
+            "repo_version": versions.get("repo_version") or labels.get(VERSION_LABEL, ""),
+            "image": self.config.image_tag,
+            "image_digest": image_id,
+        }
+        return EnvironmentRef(
+            name=f"swe/{self.config.repo}",
+            version=image_id,
+            components=components,
+            config_hash=self.config.config_hash(),
+        )
+
+    def close(self) -> None:
+        """Stop the driver and remove the container."""
+        if self._driver is not None:
+            self._driver.close()
+            self._driver = None
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+
+
+def _tool_request(action: Action, timeout_s: float) -> dict[str, Any]:
+    """The driver request for a valid call; the step's timeout caps the tool's own."""
+    arguments = validated_arguments(action).model_dump()
+    timeout = float(timeout_s)
+    if action.name == "run_shell_command":
+        timeout = min(arguments["timeout"], timeout)
+    return {"op": "tool", "tool": action.name, "arguments": arguments, "timeout": timeout}
+
+
+def _tool_error(observation: RawObservation) -> str | None:
+    """The step's error: the tool's own, a timeout, or a non-zero exit status."""
+    if observation.get("error"):
+        return str(observation["error"])
+    if observation.get("timed_out"):
+        return f"timed out after {float(observation.get('timeout_s') or 0):g}s"
+    if observation.get("exit_code") not in (None, 0):
+        return f"exit status {observation['exit_code']}"
+    return None
+
+
+def _parse_reply(line: str) -> dict[str, Any] | None:
+    """Return a JSON object line as a dict, or None for anything else."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _last_json_line(text: str) -> dict[str, Any] | None:
+    """The last line of ``text`` that is a JSON object, or None."""
+    for line in reversed(text.splitlines()):
+        if line.startswith("{"):
+            value = _parse_reply(line)
+            if value is not None:
+                return value
+    return None
+
+
+__all__ = ["PatchedTask", "SweConfig", "SweEnvironment", "TaskSetupError", "TestedTask"]
