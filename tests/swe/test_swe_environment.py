@@ -505,3 +505,59 @@ def test_a_container_removed_from_outside_is_a_sandbox_error(swe_image: str) -> 
             run(environment, "run_shell_command", command="sleep 600", timeout=60)
     finally:
         environment.close()
+
+
+def test_a_driver_that_stops_answering_ends_the_episode_with_a_fresh_look(
+    swe_image: str,
+) -> None:
+    environment = SweEnvironment(SweConfig(repo="toolz", image=swe_image))
+    try:
+        environment.reset(seed=0, task=None)
+        run(environment, "write_file", path="seen.txt", content="x")
+        # Nothing the agent runs can kill the driver (root); the kernel's OOM killer could.
+        kill = ["pkill", "-KILL", "-f", "^python3 /opt/worldtrace/swe_driver.py"]
+        threading.Timer(1.0, lambda: environment.sandbox.exec(kill, timeout=10)).start()
+        outcome = run(environment, "run_shell_command", command="sleep 30", timeout=30)
+        assert outcome.truncated
+        assert outcome.error is not None
+        assert outcome.error.startswith("the sandbox stopped answering after this action")
+        # A second driver process looked at the working tree after the first one died.
+        assert outcome.observation["sandbox_lost"] is True
+        assert outcome.observation["state_stale"] is False
+        assert outcome.observation["git_status"] == "?? seen.txt\n"
+        assert outcome.observation["tool"] == "run_shell_command"
+        assert environment.evaluate(BugTask("t", "", "", ("a::b",), ())) is None
+    finally:
+        environment.close()
+
+
+FORK_BOMB = """
+import os, time
+children = []
+try:
+    while len(children) < 10000:
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        children.append(pid)
+except OSError as error:
+    print("refused:", error.strerror)
+for pid in children:
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+"""
+
+
+def test_a_fork_bomb_ends_the_episode(swe_image: str) -> None:
+    environment = SweEnvironment(SweConfig(repo="toolz", image=swe_image, limits=Limits(pids=64)))
+    try:
+        environment.reset(seed=0, task=None)
+        outcome = run(environment, "run_shell_command", command=f"python -c '{FORK_BOMB}'")
+        assert "refused: Resource temporarily unavailable" in outcome.observation["output"]
+        assert outcome.truncated
+        assert outcome.error is not None
+        assert outcome.error.startswith("the sandbox reached its process limit (64): ")
+        assert environment.evaluate(BugTask("t", "", "", ("a::b",), ())) is None
+    finally:
+        environment.close()
