@@ -49,6 +49,11 @@ _DEFINITION = re.compile(r"^(\s*)(?:async\s+)?(def|class)\s+([A-Za-z_]\w*)")
 _FROM_IMPORT = re.compile(r"^\s*from\s+([\w.]+)\s+import\s+\(?([\w\s,]+)\)?\s*(?:#.*)?$")
 _IMPORT_LINE = re.compile(r"^\s*(?:from|import)\s")
 _IMPORT = re.compile(r"^\s*import\s+([\w.]+)(?:\s+as\s+\w+)?\s*$")
+# A line that looks like code rather than prose: an operator or bracket, or a statement keyword.
+_CODE_LIKE = re.compile(
+    r"[=()\[\]{}]|:$|^(?:return|if|elif|else|for|while|import|from|raise|yield|del|assert|try|"
+    r"except|finally|with|pass|break|continue|global|nonlocal)\b"
+)
 _SAFE_NAME = re.compile(r"^[\w.+-]+$")
 _GIT_STATUS_LINE = re.compile(r"^(..) (.+)$")
 
@@ -231,6 +236,7 @@ class SweExplorePolicy(Policy[Any]):
         self._files: dict[str, None] = {}
         self._views: dict[str, _FileView] = {}
         self._identifiers: dict[str, str] = {}  # identifier -> the file it was read in
+        self._identifier_kinds: dict[str, str] = {}  # identifier -> "def", "class" or "import"
         self._top_level: dict[str, str] = {}  # module-level def/class name -> its module file
         self._test_ids: dict[str, None] = {}
         self._hits: dict[tuple[str, int], None] = {}  # search hits (path, line)
@@ -329,23 +335,24 @@ class SweExplorePolicy(Policy[Any]):
                         self._test_ids.setdefault(f"{path}::{name}", None)
                     elif test_class is not None:
                         self._test_ids.setdefault(f"{path}::{test_class}::{name}", None)
-                self._add_identifier(name, path)
+                self._add_identifier(name, path, keyword)
                 continue
             if text and not text[0].isspace() and not text.startswith(("#", ")", "@")):
                 test_class = None
             imported = _FROM_IMPORT.match(text)
             if imported:
                 for name in imported[2].replace("\n", " ").split(","):
-                    self._add_identifier(name.split(" as ")[0].strip(), path)
+                    self._add_identifier(name.split(" as ")[0].strip(), path, "import")
                 continue
             single = _IMPORT.match(text)
             if single:
-                self._add_identifier(single[1].split(".")[-1], path)
+                self._add_identifier(single[1].split(".")[-1], path, "import")
 
-    def _add_identifier(self, name: str, path: str) -> None:
+    def _add_identifier(self, name: str, path: str, kind: str) -> None:
         usable = len(name) >= 3 and name.isidentifier() and not name.startswith("__")
         if usable and name not in _NOISE_WORDS:
             self._identifiers.setdefault(name, path)
+            self._identifier_kinds.setdefault(name, kind)
 
     def _learn_hits(self, searched: str, output: str) -> None:
         # grep names the file of each hit, except when it searched one file: then "line:text".
@@ -551,14 +558,14 @@ class SweExplorePolicy(Policy[Any]):
             return None
         name = self._pick(list(self._identifiers))
         source = self._identifiers[name]
+        kind = self._identifier_kinds[name]
         roll = self._rng.random()
-        if roll < 0.3:
-            keyword = "class" if name[:1].isupper() else "def"
-            pattern = f"{keyword} {name}\\b"
-        elif roll < 0.5:
-            pattern = f"{name}\\("
-        elif roll < 0.6:
-            pattern = f"import.*\\b{name}\\b"
+        if kind != "import" and roll < 0.3:
+            pattern = f"{kind} {name}\\b"  # where it is defined
+        elif kind != "import" and roll < 0.5:
+            pattern = f"{name}\\("  # where it is called
+        elif roll < 0.6 and (kind == "import" or self._module_name(source) is not None):
+            pattern = f"import.*\\b{name}\\b"  # who imports it
         else:
             pattern = f"\\b{name}\\b" if self._rng.random() < 0.5 else name
         path, glob = ".", None
@@ -568,7 +575,7 @@ class SweExplorePolicy(Policy[Any]):
         elif where < 0.55:
             folder = posixpath.dirname(source)
             path = folder or "."
-        elif where < 0.65:
+        elif where < 0.65 and not pattern.startswith("import"):
             path = source
         return [_Step(tool_call("search", pattern=pattern, path=path, glob=glob))]
 
@@ -589,7 +596,10 @@ class SweExplorePolicy(Policy[Any]):
         for path, view in self._views.items():
             if not path.endswith(".py") or _is_test_file(path) or path in self._edited:
                 continue
-            if path in self._created or not self._covering_tests(path):
+            # Only modules of a package it listed, whose tests it knows where to find.
+            if path in self._created or self._module_name(path) is None:
+                continue
+            if not self._covering_tests(path):
                 continue
             in_docstring = False
             known = "\n".join(view.lines[n] for n in sorted(view.lines))
@@ -602,6 +612,8 @@ class SweExplorePolicy(Policy[Any]):
                 stripped = text.strip()
                 if not stripped or stripped.startswith(("#", "@")) or text.endswith("\\"):
                     continue
+                if not _CODE_LIKE.search(stripped) or stripped.startswith((">>>", "...")):
+                    continue  # prose of a docstring whose opening quotes were not read
                 new = self._mutated(text)
                 if new is None:
                     continue
@@ -635,8 +647,10 @@ class SweExplorePolicy(Policy[Any]):
         if boolean:
             flipped = "False" if boolean[1] == "True" else "True"
             changes.append(text[: boolean.start()] + flipped + text[boolean.end() :])
-        if "#" not in text and not text.rstrip().endswith((",", "(", "[", "{")):
-            changes.append(f"{text}  {self._pick(_COMMENTS)}")
+        # A comment changes no behaviour; mostly change the code so that tests can notice.
+        commentable = "#" not in text and not text.rstrip().endswith((",", "(", "[", "{"))
+        if commentable and (not changes or self._rng.random() < 0.25):
+            return f"{text}  {self._pick(_COMMENTS)}"
         return self._pick(changes) if changes else None
 
     def _edit(self) -> list[_Step] | None:
