@@ -8,7 +8,8 @@ The tools (all run as the unprivileged ``user`` in ``/home/user/repo``; relative
 relative to it):
 
 - ``run_shell_command(command, timeout=60)``: ``bash -c command``; stdout and stderr
-  interleaved; killed (its whole process group) after ``timeout`` seconds.
+  interleaved; killed (its whole process group) after ``timeout`` seconds. Every command
+  starts afresh in the repository: a ``cd`` or an ``export`` does not outlive its call.
 - ``read_file(path, start_line=None, end_line=None)``: the file with line numbers.
 - ``write_file(path, content)``: create or overwrite a file, making its folders.
 - ``str_replace(path, old, new)``: replace the one occurrence of ``old``; an error (and the file
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -130,9 +132,24 @@ class ListDir(_Tool):
 
 
 class RunTests(_Tool):
-    """Run the repository's tests, or those ``selector`` names (pytest node ids or files)."""
+    """Run the repository's tests, or those ``selector`` names (pytest node ids or files).
+
+    ``selector`` is split like a shell would (several ids separated by spaces, quotes kept).
+    """
 
     selector: str | None = Field(default=None, min_length=1)
+
+    @field_validator("selector")
+    @classmethod
+    def _splits(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                words = shlex.split(value)
+            except ValueError as error:
+                raise ValueError(f"cannot be split into words: {error}") from None
+            if not words:
+                raise ValueError("must name at least one test, file or folder")
+        return value
 
 
 TOOLS: dict[str, type[_Tool]] = {

@@ -274,6 +274,26 @@ def test_long_output_is_kept_in_the_raw_record_and_cut_in_the_text(env: SweEnvir
     assert rendered.meta["output_chars"] == 40004
     assert rendered.meta["git_status"] == raw["git_status"]
     assert rendered.meta["wall_s"] == raw["wall_s"] > 0
+    # A flood is kept up to the driver's capture limit (1 MiB): head and tail, the rest counted.
+    flood = run(env, "run_shell_command", command="yes | head -c 3000000; echo; echo LAST")
+    kept = flood.observation["output"]
+    dropped = 3_000_000 + len("\nLAST\n") - (1 << 20)
+    assert flood.observation["output_dropped_bytes"] == dropped
+    assert kept.startswith("y\ny\n") and kept.endswith("y\n\nLAST\n")
+    marker = f"\n[... {dropped} bytes of output not kept ...]\n"
+    assert len(kept) == (1 << 20) + len(marker) and marker in kept
+
+
+def test_a_huge_file_read_keeps_head_and_tail_in_the_raw_record(env: SweEnvironment) -> None:
+    as_user(env, "seq 1 300000 > big.txt")
+    outcome = run(env, "read_file", path="big.txt")
+    raw = outcome.observation
+    assert outcome.error is None
+    assert raw["output"].startswith("     1\t1\n     2\t2\n")
+    assert raw["output"].endswith("300000\t300000\n")
+    assert raw["output_dropped_bytes"] > 0
+    assert f"\n[... {raw['output_dropped_bytes']} bytes of output not kept ...]\n" in raw["output"]
+    assert len(raw["output"].encode()) < (1 << 20) + 100
 
 
 def test_run_tests_runs_pytest_as_the_user(env: SweEnvironment) -> None:
@@ -281,6 +301,10 @@ def test_run_tests_runs_pytest_as_the_user(env: SweEnvironment) -> None:
     assert outcome.error is None
     assert outcome.observation["exit_code"] == 0
     assert "1 passed" in outcome.observation["output"]
+    two = run(
+        env, "run_tests", selector=f"{TEST_ITERTOOLZ}::test_first {TEST_ITERTOOLZ}::test_second"
+    )
+    assert "2 passed" in two.observation["output"]
     failing = run(env, "run_tests", selector=f"{TEST_ITERTOOLZ}::test_no_such_test")
     assert failing.error == f"exit status {failing.observation['exit_code']}"
     assert failing.observation["exit_code"] not in (None, 0)

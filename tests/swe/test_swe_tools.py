@@ -88,6 +88,8 @@ def test_canonical_text_fills_defaults_in_field_order() -> None:
         ("search", {"pattern": "x", "glob": ""}, "glob: String should have at least 1"),
         ("list_dir", {"path": ""}, "path: String should have at least 1"),
         ("run_tests", {"selector": 3}, "selector: Input should be a valid string"),
+        ("run_tests", {"selector": "'unclosed"}, "selector: cannot be split into words"),
+        ("run_tests", {"selector": " "}, "selector: must name at least one test"),
     ],
 )
 def test_a_bad_call_is_a_clear_error(name: str, arguments: dict, message: str) -> None:

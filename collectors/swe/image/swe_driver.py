@@ -120,9 +120,17 @@ class Capture:
             return
         self.tail.append(chunk)
         self.tail_size += len(chunk)
-        while self.tail_size - len(self.tail[0]) >= half:
-            self.tail_size -= len(self.tail[0])
-            self.dropped += len(self.tail.popleft())
+        excess = self.tail_size - half
+        while excess > 0:
+            first = self.tail[0]
+            cut = min(len(first), excess)
+            if cut == len(first):
+                self.tail.popleft()
+            else:
+                self.tail[0] = first[cut:]
+            self.tail_size -= cut
+            self.dropped += cut
+            excess -= cut
 
     def text(self):
         """The kept output as text, with a marker where bytes were not kept."""
@@ -157,10 +165,15 @@ def run_as_user(argv, timeout, stdin_data=None, env=None):
     """Run ``argv`` as the user in the repository, in a process group of its own.
 
     Stdout and stderr share one pipe (interleaved as written). Returns
-    (capture, exit_code, timed_out): at the timeout the whole group is killed and exit_code is
-    None. A command that exits while something it started still holds the pipe gets
-    EXIT_GRACE_S more for output; then its group is killed and the pipe abandoned, so nothing
-    the command leaves behind can hold the driver.
+    (capture, exit_code, timed_out): see :func:`collect`.
+    """
+    return collect(*start_as_user(argv, stdin_data, env), timeout)
+
+
+def start_as_user(argv, stdin_data=None, env=None):
+    """Start ``argv`` as the user in the repository in a new process group.
+
+    Returns the process and the read end of the one pipe its stdout and stderr share.
     """
     read_fd, write_fd = os.pipe()
     stdin = subprocess.DEVNULL
@@ -190,6 +203,17 @@ def run_as_user(argv, timeout, stdin_data=None, env=None):
         os.close(write_fd)
         if stdin_data is not None:
             os.close(stdin)
+    return process, read_fd
+
+
+def collect(process, read_fd, timeout):
+    """Read a started process's output until it ends; return (capture, exit_code, timed_out).
+
+    At the timeout the whole process group is killed and exit_code is None. A command that
+    exits while something it started still holds the pipe gets EXIT_GRACE_S more for output;
+    then its group is killed and the pipe abandoned, so nothing the command leaves behind can
+    hold the driver.
+    """
     capture = Capture()
     pidfd = os.pidfd_open(process.pid)
     deadline = time.monotonic() + timeout
@@ -501,11 +525,27 @@ def run_command(argv, timeout):
     }
 
 
-def git_text(*args):
-    """The output of a git command as the user in the repository (its error text if it fails)."""
-    capture, _, timed_out = run_as_user([*GIT, *args], GIT_TIMEOUT_S)
-    text = capture.text()
-    return text + f"[git {args[0]} timed out after {GIT_TIMEOUT_S:g}s]\n" if timed_out else text
+def git_texts(*commands):
+    """The outputs of git commands run at once as the user (a failure's text is its output)."""
+    started = [start_as_user([*GIT, *args]) for args in commands]
+    texts = []
+    for args, (process, read_fd) in zip(commands, started, strict=True):
+        capture, _, timed_out = collect(process, read_fd, GIT_TIMEOUT_S)
+        text = capture.text()
+        if timed_out:
+            text += f"[git {args[0]} timed out after {GIT_TIMEOUT_S:g}s]\n"
+        texts.append(text)
+    return texts
+
+
+def bounded(part):
+    """A file tool's result with its output kept within CAPTURE_BYTES, as a command's is."""
+    data = part["output"].encode("utf-8")
+    if len(data) <= CAPTURE_BYTES:
+        return part
+    capture = Capture()
+    capture.add(data)
+    return {**part, "output": capture.text(), "output_dropped_bytes": capture.dropped}
 
 
 def run_tool(tool, arguments, timeout):
@@ -513,13 +553,16 @@ def run_tool(tool, arguments, timeout):
     if tool == "run_shell_command":
         return run_command(["bash", "-c", arguments["command"]], timeout)
     if tool == "run_tests":
-        selector = arguments.get("selector")
-        return run_command(["python3", RUN_TESTS, *shlex.split(selector or "")], timeout)
+        try:
+            selectors = shlex.split(arguments.get("selector") or "")
+        except ValueError as error:
+            return {"output": "", "error": f"selector: {error}"}
+        return run_command(["python3", RUN_TESTS, *selectors], timeout)
     if tool == "search":
         return search(arguments["pattern"], arguments["path"], arguments.get("glob"), timeout)
     if tool == "read_file":
         args = (arguments["path"], arguments.get("start_line"), arguments.get("end_line"))
-        return in_user_child(read_file, args, timeout)
+        return bounded(in_user_child(read_file, args, timeout))
     if tool == "write_file":
         return in_user_child(write_file, (arguments["path"], arguments["content"]), timeout)
     if tool == "str_replace":
@@ -549,13 +592,15 @@ def orientation():
     listing = in_user_child(list_dir, (".",), GIT_TIMEOUT_S)
     return (
         f"Repository {title} in {REPO} (a git repository).\n\n"
-        f"$ git status\n{git_text('status')}\n"
+        f"$ git status\n{git_texts(('status',))[0]}\n"
         f"$ ls\n{listing['output'] or listing['error']}"
     )
 
 
 def observation(tool, part, timeout, wall_s):
     """The reply for one tool call (or none): its part plus the working tree's state."""
+    # Both at once: a step waits for the slower, not for the two in turn.
+    status, diff_stat = git_texts(("status", "--porcelain"), ("diff", "--stat"))
     return {
         "tool": tool,
         "output": part.get("output", ""),
@@ -563,8 +608,8 @@ def observation(tool, part, timeout, wall_s):
         "timed_out": bool(part.get("timed_out", False)),
         "timeout_s": timeout,
         "error": part.get("error"),
-        "git_status": git_text("status", "--porcelain"),
-        "git_diff_stat": git_text("diff", "--stat"),
+        "git_status": status,
+        "git_diff_stat": diff_stat,
         "wall_s": round(wall_s, 6),
         "output_dropped_bytes": part.get("output_dropped_bytes", 0),
     }
