@@ -162,7 +162,7 @@ class SweExplorePolicy(Policy[Any]):
         "read": 4.0,
         "search": 2.5,
         "test": 2.0,
-        "edit": 1.6,
+        "edit": 2.0,
         "shell": 1.4,
         "script": 0.4,
     }
@@ -564,7 +564,7 @@ class SweExplorePolicy(Policy[Any]):
             pattern = f"{kind} {name}\\b"  # where it is defined
         elif kind != "import" and roll < 0.5:
             pattern = f"{name}\\("  # where it is called
-        elif roll < 0.6 and (kind == "import" or self._module_name(source) is not None):
+        elif roll < 0.6 and (kind == "import" or self._importable_name(name, source)):
             pattern = f"import.*\\b{name}\\b"  # who imports it
         else:
             pattern = f"\\b{name}\\b" if self._rng.random() < 0.5 else name
@@ -709,6 +709,11 @@ class SweExplorePolicy(Policy[Any]):
                     else f"{package}.{inner.removesuffix('.__init__')}"
                 )
         return None
+
+    def _importable_name(self, name: str, path: str) -> bool:
+        """Whether ``name``, defined in ``path``, is something other modules would import."""
+        public = not name.startswith("_") and not _is_test_file(path)
+        return public and self._module_name(path) is not None
 
     def _importable(self) -> list[tuple[str, str]]:
         """(module, name) pairs of module-level definitions read in the listed packages."""
