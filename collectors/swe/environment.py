@@ -68,6 +68,17 @@ LAST_LOOK_TIMEOUT_S = 10.0
 OBSERVE_TIMEOUT_S = 10.0
 # How long a container whose driver stream ended may take to show that it is being removed.
 REMOVAL_SETTLE_S = 1.0
+RESTORE_TESTS = """
+# The test files named, every committed conftest.py and pytest configuration file, as committed
+# (one at a time: a file missing from the commit must not keep the others back); and no
+# conftest.py that the commit does not have.
+for f in "$@" $(git ls-files '*conftest.py' setup.cfg pytest.ini tox.ini pyproject.toml); do
+    git checkout -q HEAD -- "$f" 2>/dev/null
+done
+git ls-files -z --others '*conftest.py' | xargs -0 rm -f --
+true
+"""
+"""Run as the user in the repository before the evaluation, with the test files as arguments."""
 REPO_LABEL = "worldtrace.swe.repo"
 VERSION_LABEL = "worldtrace.swe.version"
 
@@ -364,10 +375,10 @@ class SweEnvironment(Environment[SweConfig, Any]):
     def evaluate(self, task: Any | None) -> float | None:
         """Run the task's failing and must-pass tests as the user: 1.0 if all pass, else 0.0.
 
-        The test files those tests live in are first restored to the commit, so an episode
-        cannot pass by editing the tests. None when there is nothing to check with: a task
-        without tests, or a sandbox the episode's actions left dead or unanswering (its
-        steps stand; only the reward is unknown).
+        What decides how tests run is first put back as committed (see ``RESTORE_TESTS``), so
+        an episode cannot pass by editing the tests or pytest's configuration. None when there
+        is nothing to check with: a task without tests, or a sandbox the episode's actions left
+        dead or unanswering (its steps stand; only the reward is unknown).
         """
         if not isinstance(task, TestedTask):
             return None
@@ -376,10 +387,8 @@ class SweEnvironment(Environment[SweConfig, Any]):
             return None
         files = sorted({test.split("::", 1)[0] for test in tests})
         try:
-            # One file at a time: a file missing from the commit must not keep the others back.
-            restore = 'for f in "$@"; do git checkout -q HEAD -- "$f" 2>/dev/null; done; true'
             self._sandbox.exec(
-                ["bash", "-c", restore, "restore", *files],
+                ["bash", "-c", RESTORE_TESTS, "restore", *files],
                 timeout=self.config.setup_timeout_s,
                 workdir=REPO_PATH,
                 env=USER_ENV,

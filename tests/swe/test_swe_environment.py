@@ -429,6 +429,17 @@ def second_bug(env: SweEnvironment) -> str:
     return f"diff --git a/{ITERTOOLZ} b/{ITERTOOLZ}\n" + "".join(diff)
 
 
+PASS_EVERYTHING = """
+import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    outcome.get_result().outcome = "passed"
+"""
+
+
 def test_a_task_bug_is_hidden_and_evaluation_runs_the_tests(
     env: SweEnvironment, swe_image: str
 ) -> None:
@@ -458,16 +469,23 @@ def test_a_task_bug_is_hidden_and_evaluation_runs_the_tests(
         assert "    seq = iter(seq)\n    return next(seq)\n" in source
 
         assert bugged.evaluate(task) == 0.0
-        # Editing the test does not pass it: the test files are restored before the run.
-        cheat = run(
-            bugged,
-            "str_replace",
-            path=TEST_ITERTOOLZ,
-            old="    assert second('ABCDE') == 'B'\n",
-            new="",
-        )
-        assert cheat.error is None
-        assert bugged.evaluate(task) == 0.0
+        # Editing the test or adding a conftest.py does not pass it: both make the test pass
+        # for run_tests, and both are undone before the evaluation's run.
+        selector = task.failing_tests[0]
+        cheats = [
+            tool_call(
+                "str_replace",
+                path=TEST_ITERTOOLZ,
+                old="def test_second():\n",
+                new="def test_second():\n    return\n",
+            ),
+            tool_call("write_file", path="toolz/tests/conftest.py", content=PASS_EVERYTHING),
+        ]
+        for cheat in cheats:
+            assert bugged.step(cheat, 30).error is None
+            assert "1 passed" in run(bugged, "run_tests", selector=selector).observation["output"]
+            assert bugged.evaluate(task) == 0.0
+            assert run(bugged, "run_tests", selector=selector).observation["exit_code"] == 1
         fix = run(
             bugged,
             "str_replace",
