@@ -16,7 +16,8 @@ from). Per test, in the order the tests ran:
 
 ``--worldtrace-offline`` refuses, inside the test process, every connection to an address that
 is not the loopback and every name lookup of a host that is not local, as a sandbox without a
-network would: the baseline runs at image build time, where the network is the host's.
+network would: the baseline runs at image build time, where the network is the host's. The
+errors say so (:data:`OFFLINE`), so that they can be told from a real network's.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 
 import pytest
 
+OFFLINE = "no network at the worldtrace baseline"
 _LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback", ""}
 
 
@@ -119,7 +121,7 @@ def _cut_network() -> None:
 
     def connect(self: socket.socket, address: Any) -> None:
         if not address_is_local(self, address):
-            raise OSError(errno.ENETUNREACH, os.strerror(errno.ENETUNREACH))
+            raise OSError(errno.ENETUNREACH, f"{os.strerror(errno.ENETUNREACH)} ({OFFLINE})")
         original_connect(self, address)
 
     def connect_ex(self: socket.socket, address: Any) -> int:
@@ -131,7 +133,9 @@ def _cut_network() -> None:
         if isinstance(host, bytes):
             host = host.decode("idna")
         if host is not None and not _is_local(host):
-            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+            raise socket.gaierror(
+                socket.EAI_AGAIN, f"Temporary failure in name resolution ({OFFLINE})"
+            )
         return original_getaddrinfo(host, *args, **kwargs)
 
     socket.socket.connect = connect  # type: ignore[method-assign]
