@@ -603,3 +603,20 @@ def test_a_fork_bomb_ends_the_episode(swe_image: str) -> None:
         assert environment.evaluate(BugTask("t", "", "", ("a::b",), ())) is None
     finally:
         environment.close()
+
+
+def test_tools_keep_answering_after_the_agent_removes_the_repository(swe_image: str) -> None:
+    environment = SweEnvironment(SweConfig(repo="toolz", image=swe_image))
+    try:
+        environment.reset(seed=0, task=None)
+        gone = run(environment, "run_shell_command", command="cd .. && rm -rf repo")
+        assert gone.error is None and not gone.truncated
+        assert gone.observation["git_status"].startswith("fatal: not a git repository")
+        # Every tool runs in the home folder now, and says what is missing.
+        where = run(environment, "run_shell_command", command="pwd")
+        assert where.observation["output"] == "/home/user\n"
+        listing = run(environment, "list_dir", path="repo")
+        assert listing.error == "repo: No such file or directory"
+        assert not listing.truncated
+    finally:
+        environment.close()

@@ -84,6 +84,8 @@ USER_ENV = {
 if not USER_ENV.get("PATH", "").startswith(VENV_BIN + ":"):
     USER_ENV["PATH"] = f"{VENV_BIN}:{USER_ENV.get('PATH') or '/usr/local/bin:/usr/bin:/bin'}"
 GIT = ["git", "-c", "safe.directory=*", "--no-optional-locks"]
+# Where tools run: the repository, or, if the agent removed it, the home folder (then /).
+WORKDIRS = (REPO, ACCOUNT.pw_dir, "/")
 
 
 def forbid_inspection():
@@ -183,19 +185,25 @@ def start_as_user(argv, stdin_data=None, env=None):
         os.write(feed, stdin_data)
         os.close(feed)
     try:
-        process = subprocess.Popen(
-            argv,
-            cwd=REPO,
-            env={**USER_ENV, **(env or {})},
-            stdin=stdin,
-            stdout=write_fd,
-            stderr=write_fd,
-            user=ACCOUNT.pw_uid,
-            group=ACCOUNT.pw_gid,
-            extra_groups=GROUPS,
-            process_group=0,
-            close_fds=True,
-        )
+        for folder in WORKDIRS:
+            try:
+                process = subprocess.Popen(
+                    argv,
+                    cwd=folder,
+                    env={**USER_ENV, **(env or {})},
+                    stdin=stdin,
+                    stdout=write_fd,
+                    stderr=write_fd,
+                    user=ACCOUNT.pw_uid,
+                    group=ACCOUNT.pw_gid,
+                    extra_groups=GROUPS,
+                    process_group=0,
+                    close_fds=True,
+                )
+                break
+            except (FileNotFoundError, NotADirectoryError) as error:
+                if error.filename != folder or folder == WORKDIRS[-1]:
+                    raise
     except BaseException:
         os.close(read_fd)
         raise
@@ -266,7 +274,12 @@ def in_user_child(function, args, timeout):
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
             drop_privileges()
-            os.chdir(REPO)
+            for folder in WORKDIRS:
+                try:
+                    os.chdir(folder)
+                    break
+                except OSError:
+                    continue
             data = json.dumps(function(*args)).encode()
             while data:
                 data = data[os.write(write_fd, data) :]
