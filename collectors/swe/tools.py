@@ -45,10 +45,17 @@ class _Tool(BaseModel):
 
     @field_validator("*")
     @classmethod
-    def _no_nul(cls, value: Any, info: Any) -> Any:
+    def _text(cls, value: Any, info: Any) -> Any:
+        if not isinstance(value, str):
+            return value
         # A NUL cannot travel in a path, an argument or a command line.
-        if isinstance(value, str) and "\x00" in value and info.field_name in _NO_NUL:
+        if "\x00" in value and info.field_name in _NO_NUL:
             raise ValueError("must not contain a NUL character")
+        # Files and commands are UTF-8: a lone surrogate has no bytes to write.
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("must be valid Unicode text (it holds a lone surrogate)") from None
         return value
 
 

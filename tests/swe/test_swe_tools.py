@@ -83,6 +83,7 @@ def test_canonical_text_fills_defaults_in_field_order() -> None:
         ("read_file", {"path": "a", "start_line": 5, "end_line": 4}, "end_line (4) is before"),
         ("read_file", {"path": "a\x00b"}, "path: must not contain a NUL"),
         ("write_file", {"path": "a"}, "content: Field required"),
+        ("write_file", {"path": "a", "content": "\ud800"}, "content: must be valid Unicode"),
         ("str_replace", {"path": "a", "old": "", "new": "x"}, "old: String should have at least"),
         ("search", {"pattern": ""}, "pattern: String should have at least 1"),
         ("search", {"pattern": "x", "glob": ""}, "glob: String should have at least 1"),
