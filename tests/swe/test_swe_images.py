@@ -187,36 +187,57 @@ def test_whole_suite_offline_matches_the_baseline(swe_images: dict[str, str]) ->
         outcome = json.loads(result.text.strip().splitlines()[-1])
         assert outcome["passed"] == list(baseline.passed)
         assert outcome["skipped"] == list(baseline.skipped)
+        assert repos.read_baseline(sandbox) == baseline
         owners = sandbox.exec("find . -user root | head -3", workdir=repos.REPOSITORY_PATH)
         assert owners.text == ""
 
 
-@pytest.fixture
-def refused_definition(tmp_path: Path) -> Iterator[ImageDefinition]:
-    """sqlparse with its expected failures run as real tests: two of its tests fail."""
+def variant(tmp_path: Path, repo: str, **changes: object) -> ImageDefinition:
+    """A temporary copy of the image folder with ``repo``'s repo.json changed, under a new name."""
     folder = tmp_path / "image"
     shutil.copytree(repos.IMAGE_FOLDER, folder, ignore=shutil.ignore_patterns("__pycache__"))
-    description = folder / "repos" / "sqlparse" / "repo.json"
-    data = json.loads(description.read_text())
-    description.write_text(json.dumps({**data, "pytest_args": ["--runxfail"]}))
-    base = repos.image_definition("sqlparse", folder)
+    description = folder / "repos" / repo / "repo.json"
+    description.write_text(json.dumps({**json.loads(description.read_text()), **changes}))
     name = f"swe-refused-{uuid.uuid4().hex[:8]}"
-    definition = ImageDefinition(name, folder, build_args=base.build_args)
-    yield definition
+    return ImageDefinition(name, folder, build_args=repos.image_definition(repo).build_args)
+
+
+@pytest.fixture
+def remove_refused() -> Iterator[list[ImageDefinition]]:
+    """Definitions appended to the list have their images (and build leftovers) removed after."""
+    definitions: list[ImageDefinition] = []
+    yield definitions
     client = docker_client()
-    for image in client.images.list(filters={"label": f"{IMAGE_LABEL}={name}"}):
-        with contextlib.suppress(docker.errors.APIError):
-            client.images.remove(image.id, force=True)
+    for definition in definitions:
+        for image in client.images.list(filters={"label": f"{IMAGE_LABEL}={definition.name}"}):
+            with contextlib.suppress(docker.errors.APIError):
+                client.images.remove(image.id, force=True)
 
 
 def test_a_repository_whose_tests_fail_is_refused(
-    refused_definition: ImageDefinition, swe_images: dict[str, str]
+    tmp_path: Path, remove_refused: list[ImageDefinition], swe_images: dict[str, str]
 ) -> None:
+    # sqlparse with its expected failures run as real tests: two of its tests fail.
+    definition = variant(tmp_path, "sqlparse", pytest_args=["--runxfail"])
+    remove_refused.append(definition)
     with pytest.raises(SandboxError) as raised:
-        ensure_image(refused_definition)
+        ensure_image(definition)
     message = str(raised.value)
     assert "refused: 2 tests of sqlparse 0.5.1 fail offline at baseline: " in message
     assert "tests/test_format.py::test_format_right_margin" in message
     assert "tests/test_format.py::TestOutputFormat::test_python_multiple_statements" in message
     with pytest.raises(docker.errors.ImageNotFound):
-        docker_client().images.get(refused_definition.tag)
+        docker_client().images.get(definition.tag)
+
+
+def test_a_repository_whose_test_ids_change_is_refused(
+    tmp_path: Path, remove_refused: list[ImageDefinition], swe_images: dict[str, str]
+) -> None:
+    # marshmallow without its deselection: a test parametrized with the current time.
+    definition = variant(tmp_path, "marshmallow", deselect=[])
+    remove_refused.append(definition)
+    with pytest.raises(SandboxError) as raised:
+        ensure_image(definition)
+    message = str(raised.value)
+    assert "refused: 4 tests of marshmallow 3.23.1 differ between two runs at baseline" in message
+    assert "TestFieldDeserialization::test_invalid_datetime_deserialization[" in message
