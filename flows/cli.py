@@ -428,15 +428,22 @@ def run(
     _summary("publication", summary["publish"])
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+# Everything after the domain goes to the domain's own commands, --help included.
+@app.command(
+    context_settings={
+        "allow_extra_args": True,
+        "ignore_unknown_options": True,
+        "allow_interspersed_args": False,
+    }
+)
 def tasks(
     ctx: typer.Context, domain: Annotated[str, typer.Argument(help="domain")] = "terminal"
 ) -> None:
     """List the scripted tasks of a domain, or run its own task commands.
 
-    ``worldtrace tasks DOMAIN COMMAND ...`` runs a command the domain offers for its tasks
-    (``worldtrace tasks swe synthesize --repo toolz --count 20``; ``worldtrace tasks swe
-    --help`` lists them).
+    worldtrace tasks DOMAIN COMMAND ... runs a command the domain offers for its tasks, e.g.
+    worldtrace tasks swe synthesize --repo toolz --count 20; worldtrace tasks DOMAIN --help
+    lists them.
     """
     from worldtrace.collectors.registry import get_collector
     from worldtrace.schemas.errors import InputError
@@ -444,6 +451,9 @@ def tasks(
     collector = get_collector(domain)
     if ctx.args:
         commands = collector.task_commands()
+        if commands is None and ctx.args == ["--help"]:
+            typer.echo(ctx.get_help())
+            return
         if commands is None:
             raise InputError(
                 f"the {domain} domain has no task commands (got {' '.join(ctx.args)!r}); "
