@@ -287,7 +287,6 @@ def in_user_child(function, args, timeout):
         finally:
             os._exit(status)
     os.close(write_fd)
-    pidfd = os.pidfd_open(pid)
     chunks = []
     deadline = time.monotonic() + timeout
     timed_out = False
@@ -305,7 +304,6 @@ def in_user_child(function, args, timeout):
                     break
                 chunks.append(chunk)
     finally:
-        os.close(pidfd)
         os.close(read_fd)
         _, status = os.waitpid(pid, 0)
     if timed_out:
