@@ -659,18 +659,30 @@ def gc(
     client = client or docker_client()
     wanted = [LABEL, *(f"{key}={value}" for key, value in (labels or {}).items())]
     removed = []
-    for container in client.containers.list(all=True, filters={"label": wanted}):
+    for container in live_sandboxes(client, wanted):
         # A live owner's container may be "created" for a moment while it starts: spare it.
         finished = container.status in ("exited", "dead")
         if everything or finished or not owner_alive(container.labels):
             _remove(container)
             removed.append(container.id)
-    in_use = {c.name for c in client.containers.list(all=True, filters={"label": LABEL})}
+    in_use = {c.name for c in live_sandboxes(client)}
     collect_orphans(in_use)
     return removed
 
 
-def live_sandboxes(client: docker.DockerClient | None = None) -> list[Container]:
-    """Return every container labelled as a worldtrace sandbox."""
+def live_sandboxes(
+    client: docker.DockerClient | None = None, labels: list[str] | None = None
+) -> list[Container]:
+    """Return every container labelled as a worldtrace sandbox (and carrying ``labels``).
+
+    A container removed between the listing and its inspection (another run's episode ending
+    meanwhile) is left out: docker-py's own ``containers.list`` raises NotFound for it.
+    """
     client = client or docker_client()
-    return client.containers.list(all=True, filters={"label": LABEL})
+    found = []
+    for summary in client.api.containers(all=True, filters={"label": labels or [LABEL]}):
+        try:
+            found.append(client.containers.get(summary["Id"]))
+        except docker.errors.NotFound:
+            continue
+    return found

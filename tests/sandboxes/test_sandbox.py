@@ -224,3 +224,38 @@ def test_gc_of_a_run_removes_its_never_started_orphans_and_nothing_else(terminal
         for item in (created_orphan, running_orphan, other_run_orphan, live):
             with contextlib.suppress(docker.errors.NotFound):
                 item.remove(force=True)
+
+
+def test_a_sandbox_removed_while_gc_lists_them_is_skipped(terminal_image):
+    # Another run's episode ending between the engine's listing and the inspection of each
+    # container used to crash gc (and with it a resumed collection) with NotFound.
+    from worldtrace.sandboxes.docker import OWNER_HOST_LABEL, RUN_LABEL, gc, live_sandboxes
+
+    client = docker.from_env()
+    labels = {
+        LABEL: "1",
+        OWNER_PID_LABEL: str(os.getpid()),
+        OWNER_HOST_LABEL: socket.gethostname(),
+        RUN_LABEL: "run-vanishing",
+    }
+    vanishing = client.containers.create(terminal_image, ["sleep", "120"], labels=labels)
+    staying = client.containers.create(terminal_image, ["sleep", "120"], labels=labels)
+    listing = client.api.containers
+
+    def list_then_remove_one(*args, **kwargs):
+        summaries = listing(*args, **kwargs)
+        with contextlib.suppress(docker.errors.NotFound):
+            vanishing.remove(force=True)  # a real removal, right after the real listing
+        return summaries
+
+    client.api.containers = list_then_remove_one
+    try:
+        ids = {c.id for c in live_sandboxes(client, [f"{RUN_LABEL}=run-vanishing"])}
+        assert ids == {staying.id}
+        assert gc(client=client, labels={RUN_LABEL: "run-vanishing"}) == []
+        assert client.containers.get(staying.id).status == "created"
+    finally:
+        client.api.containers = listing
+        for item in (vanishing, staying):
+            with contextlib.suppress(docker.errors.NotFound):
+                item.remove(force=True)
