@@ -2,7 +2,7 @@
 
 Usage (inside the container)::
 
-    python3 /opt/worldtrace/run_tests.py [--json] [selector ...]
+    python3 /opt/worldtrace/run_tests.py [--json] [--offline] [selector ...]
 
 Runs pytest from the image's venv in the repository with ``-p no:cacheprovider`` (nothing is
 written into the working tree but byte code, which git is told to ignore) and prints pytest's
@@ -14,6 +14,8 @@ of tasks and the evaluation of an episode all see the same test suite.
 With ``--json`` the last line of the output is one JSON object: ``{"passed", "failed",
 "errors", "skipped", "exit_code"}``, the lists holding pytest node ids that can be passed back
 as selectors (see ``worldtrace_pytest_outcomes.py``). The exit code is pytest's.
+``--offline`` cuts the test process off the network even where the container has one (the
+baseline at image build time).
 
 Run as root, it runs pytest as ``user``, so that no root-owned byte code lands in the
 repository. Standard library only: it runs under the system python3.
