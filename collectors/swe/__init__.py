@@ -20,11 +20,12 @@ from worldtrace.collectors.base import Collector, Policy, Renderer, replay_polic
 from worldtrace.collectors.requirements import Requirements
 from worldtrace.collectors.swe.environment import SweConfig, SweEnvironment
 from worldtrace.collectors.swe.render import SweRenderer
-from worldtrace.collectors.swe.repos import IMAGES
+from worldtrace.collectors.swe.repos import IMAGES, REPOS
 from worldtrace.collectors.swe.tasks import SweTask, load_tasks
 from worldtrace.collectors.swe.tools import parse_tool_call
 from worldtrace.sandboxes.docker import require_image
 from worldtrace.schemas import Action
+from worldtrace.schemas.errors import ConfigError
 
 if TYPE_CHECKING:
     import click
@@ -67,7 +68,10 @@ class SweCollector(Collector[SweConfig, SweTask]):
 
     def task_library(self, environment: SweConfig | None = None) -> Sequence[SweTask]:
         """The synthesized tasks of the configured repository (of every one without config)."""
-        return load_tasks(environment.repo if environment is not None else None)
+        if environment is None:
+            return load_tasks()
+        _require_known_repo(environment)
+        return load_tasks(environment.repo)
 
     def task_commands(self) -> click.Command:
         """``worldtrace tasks swe synthesize``: make validated tasks for a repository."""
@@ -76,8 +80,18 @@ class SweCollector(Collector[SweConfig, SweTask]):
         return task_commands()
 
     def preflight(self, config: SweConfig) -> None:
-        """Check that the Docker engine answers and the repository's image exists."""
+        """Check that the repository is one of ours and its image exists."""
+        _require_known_repo(config)
         require_image(config.image_tag)
+
+
+def _require_known_repo(config: SweConfig) -> None:
+    """A repository without an image definition of ours needs an image of the user's."""
+    if config.image is None and config.repo not in REPOS:
+        raise ConfigError(
+            f"no swe repository {config.repo!r} (expected one of {', '.join(REPOS)}, or "
+            "give the image with --env image=...)"
+        )
 
 
 __all__ = ["SweCollector", "SweConfig", "SweEnvironment", "SweTask"]
