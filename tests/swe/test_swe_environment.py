@@ -465,6 +465,13 @@ def test_a_task_bug_is_hidden_and_evaluation_runs_the_tests(
         assert as_user(bugged, "git status --porcelain; git diff HEAD") == ""
         assert as_user(bugged, view) == clean
         assert "commit (initial): " in clean and "unreachable" not in clean
+        # Its change time (which nothing can set back) does not single the file out either.
+        changed = as_user(bugged, "find . -path ./.git -prune -o -type f -printf '%C@ %p\\n'")
+        ctimes = {
+            path: float(when) for when, path in (line.split() for line in changed.splitlines())
+        }
+        patched = ctimes.pop(f"./{ITERTOOLZ}")
+        assert max(ctimes.values()) >= patched
         source = bugged.sandbox.get_file(f"/home/user/repo/{ITERTOOLZ}").decode()
         assert "    seq = iter(seq)\n    return next(seq)\n" in source
 

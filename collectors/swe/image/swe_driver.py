@@ -469,23 +469,31 @@ def list_dir(path):
     return {"output": "".join(f"{name}\n" for name in names), "error": None}
 
 
-def utime_files(paths_and_times):
-    """Set the access and modification times of files (nanoseconds) back to what they were."""
-    for path, times in paths_and_times:
-        os.utime(path, ns=tuple(times), follow_symlinks=False)
-    return {"output": "", "error": None}
-
-
-def stat_files(paths):
-    """The (atime, mtime) in nanoseconds of each path that exists."""
-    found = []
-    for path in paths:
-        try:
+def snapshot_times():
+    """The (atime, mtime) in nanoseconds of every path in the repository, its .git included."""
+    times = {}
+    for folder, folders, files in os.walk("."):
+        for name in [*folders, *files]:
+            path = os.path.join(folder, name)
             info = os.lstat(path)
-        except OSError:
-            continue
-        found.append([path, [info.st_atime_ns, info.st_mtime_ns]])
-    return {"output": found, "error": None}
+            times[path] = [info.st_atime_ns, info.st_mtime_ns]
+    info = os.lstat(".")
+    times["."] = [info.st_atime_ns, info.st_mtime_ns]
+    return {"output": times, "error": None}
+
+
+def restore_times(times, reference):
+    """Set every path's times back to ``times``; a new path gets the ``reference`` time.
+
+    Every path is touched, deepest first, so that the change time (which nothing can set) of
+    the patched files is one among all the others, not the newest.
+    """
+    for folder, folders, files in os.walk(".", topdown=False):
+        for name in [*files, *folders]:
+            path = os.path.join(folder, name)
+            os.utime(path, ns=tuple(times.get(path, reference)), follow_symlinks=False)
+    os.utime(".", ns=tuple(times["."]), follow_symlinks=False)
+    return {"output": "", "error": None}
 
 
 # --- tools run as processes -------------------------------------------------------------------
@@ -657,11 +665,12 @@ def write_logs(logs):
 def apply_patch(patch, timeout):
     """Apply a patch as the user and fold it into the one commit, leaving no trace of it.
 
-    ``timeout`` limits the whole. The touched files keep their modification times; the commit
-    keeps its message, author, committer and dates; the replaced commit and its objects are
-    pruned and the reflog reads as before with the new commit id. So neither ``git status``,
-    ``git diff``, ``git log``, ``git reflog`` nor ``git fsck`` tells the patched code from the
-    original.
+    ``timeout`` limits the whole. The commit keeps its message, author, committer and dates;
+    the replaced commit and its objects are pruned and the reflog reads as before with the new
+    commit id; every path in the repository keeps its access and modification times (new ones
+    get the time of ``.git/HEAD``) and gets a new change time. So neither ``git status``, ``git
+    diff``, ``git log``, ``git reflog``, ``git fsck`` nor a listing by time tells the patched
+    code from the original.
     """
     deadline = time.monotonic() + timeout
 
@@ -672,11 +681,10 @@ def apply_patch(patch, timeout):
     data = patch.encode("utf-8")
     numstat = git_output(["apply", "--numstat", "-"], left(), stdin_data=data)
     files = [line.split("\t", 2)[2] for line in numstat.splitlines() if line.count("\t") >= 2]
-    times = in_user_child(stat_files, (files,), left())["output"]
+    times = in_user_child(snapshot_times, (), left())["output"]
     capture, code, _ = run_as_user([*GIT, "apply", "-"], left(), data)
     if code != 0:
         raise RuntimeError(f"git apply failed: {capture.text().strip()[-500:]}")
-    in_user_child(utime_files, (times,), left())
     old = git_output(["rev-parse", "HEAD"], left()).strip()
     logs = in_user_child(read_logs, (), left())["output"]
     committer = git_output(["log", "-1", "--format=%cn%n%ce%n%cI"], left()).splitlines()
@@ -696,6 +704,8 @@ def apply_patch(patch, timeout):
     in_user_child(
         write_logs, ({path: text.replace(old, new) for path, text in logs.items()},), left()
     )
+    # New objects and reflogs get the time of the commit's own files.
+    in_user_child(restore_times, (times, times["./.git/HEAD"]), left())
     return {"files": files}
 
 
