@@ -46,6 +46,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from worldtrace.sandboxes.disk import DiskError, SandboxDisk, collect_orphans
 from worldtrace.schemas.errors import SetupError
 
+REMOVAL_SETTLE_S = 1.0
+"""How long a container removed from outside may still say it runs (see ``still_running``)."""
 LABEL = "worldtrace.sandbox"
 OWNER_PID_LABEL = "worldtrace.owner_pid"
 OWNER_HOST_LABEL = "worldtrace.owner_host"
@@ -395,6 +397,24 @@ class DockerSandbox:
         except docker.errors.NotFound:
             return False
         return self.container.status == "running"
+
+    def still_running(self, settle_s: float = REMOVAL_SETTLE_S) -> bool:
+        """Whether the container still runs, judged a moment after a stream into it ended.
+
+        A container being removed or killed from outside still says "running" for a few
+        milliseconds after its processes were killed: looked at once, a removal would pass
+        for something its own processes did. So a "running" answer is asked again for up to
+        ``settle_s``; an engine that does not answer counts as not running.
+        """
+        deadline = time.monotonic() + settle_s
+        while True:
+            try:
+                running = self.is_running()
+            except docker.errors.DockerException:
+                return False
+            if not running or time.monotonic() >= deadline:
+                return running
+            time.sleep(0.05)
 
     def exec(
         self,

@@ -40,7 +40,6 @@ import time
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-import docker.errors
 from pydantic import Field
 
 from worldtrace.collectors.base import Environment, EnvironmentConfig, StepOutcome
@@ -66,8 +65,6 @@ GIT_ALLOWANCE_S = 20.0
 # How long a last look into a sandbox whose driver stopped answering may take.
 LAST_LOOK_TIMEOUT_S = 10.0
 OBSERVE_TIMEOUT_S = 10.0
-# How long a container whose driver stream ended may take to show that it is being removed.
-REMOVAL_SETTLE_S = 1.0
 RESTORE_TESTS = """
 # The test files named, every committed conftest.py and pytest configuration file, as committed
 # (one at a time: a file missing from the commit must not keep the others back); and no
@@ -293,21 +290,7 @@ class SweEnvironment(Environment[SweConfig, Any]):
         )
 
     def _container_running(self) -> bool:
-        """Whether the container still runs, a moment after its exec stream ended.
-
-        A container being removed (or killed) from outside still says "running" for a few
-        milliseconds after its processes, our stream included, were killed: looked at once, its
-        removal would pass for the action's doing.
-        """
-        deadline = time.monotonic() + REMOVAL_SETTLE_S
-        while True:
-            try:
-                running = self._sandbox is not None and self._sandbox.is_running()
-            except docker.errors.DockerException:
-                return False
-            if not running or time.monotonic() >= deadline:
-                return running
-            time.sleep(0.05)
+        return self._sandbox is not None and self._sandbox.still_running()
 
     def _wall_clock_reached(self) -> bool:
         sandbox = self._sandbox

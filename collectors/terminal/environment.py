@@ -31,7 +31,6 @@ import secrets
 import time
 from typing import Any
 
-import docker.errors
 from pydantic import Field
 
 from worldtrace.collectors.base import Environment, EnvironmentConfig, StepOutcome
@@ -225,10 +224,9 @@ class TerminalEnvironment(Environment[TerminalConfig, TerminalTask]):
         )
 
     def _container_running(self) -> bool:
-        try:
-            return self._sandbox is not None and self._sandbox.is_running()
-        except docker.errors.DockerException:
-            return False
+        # Asked again for a moment: a container removed from outside still says "running"
+        # for a few milliseconds after its processes died, which would pass for the action's.
+        return self._sandbox is not None and self._sandbox.still_running()
 
     def _wall_clock_reached(self) -> bool:
         sandbox = self._sandbox
