@@ -54,6 +54,7 @@ _CODE_LIKE = re.compile(
     r"[=()\[\]{}]|:$|^(?:return|if|elif|else|for|while|import|from|raise|yield|del|assert|try|"
     r"except|finally|with|pass|break|continue|global|nonlocal)\b"
 )
+_ORIENTATION = re.compile(r"^Repository ([\w.-]+)")
 _SAFE_NAME = re.compile(r"^[\w.+-]+$")
 _GIT_STATUS_LINE = re.compile(r"^(..) (.+)$")
 
@@ -61,6 +62,18 @@ _GIT_STATUS_LINE = re.compile(r"^(..) (.+)$")
 _PACKAGING = ("setup.cfg", "pyproject.toml", "setup.py", "tox.ini", "MANIFEST.in")
 _TEXT_SUFFIXES = (".rst", ".md", ".txt", ".cfg", ".toml", ".ini", ".yml", ".yaml", ".json")
 _BINARY_SUFFIXES = (".pyc", ".so", ".png", ".jpg", ".gif", ".gz", ".zip", ".whl", ".pdf", ".ico")
+_TEST_DIRS = ("tests", "test", "testing")
+# Folders of documentation, examples and assets: worth a look, less than the code.
+_SIDE_DIRS = (
+    "docs",
+    "doc",
+    "examples",
+    "example",
+    "artwork",
+    "requirements",
+    "scripts",
+    "benchmarks",
+)
 # Folders of generated or hidden files that an agent rarely lists.
 _DULL_DIRS = ("__pycache__", ".git", ".tox", ".eggs", "build", "dist")
 
@@ -241,6 +254,7 @@ class SweExplorePolicy(Policy[Any]):
         self._test_ids: dict[str, None] = {}
         self._hits: dict[tuple[str, int], None] = {}  # search hits (path, line)
         self._packages: dict[str, str] = {}  # import name -> its folder
+        self._repo_name = ""  # from the first observation's orientation
         # Files changed by an edit and not reverted yet, with the edit's (old, new) text.
         self._edited: dict[str, tuple[str, str]] = {}
         self._created: dict[str, None] = {}  # files the policy wrote
@@ -263,7 +277,13 @@ class SweExplorePolicy(Policy[Any]):
         if self._cancel_on_failure and not ok:
             self._pending.clear()
         self._cancel_on_failure = False
-        if action is None or not ok:
+        if action is None:
+            # The first observation orients: "Repository NAME VERSION in ...".
+            opening = _ORIENTATION.match(str(observation.get("output") or ""))
+            if opening:
+                self._repo_name = opening[1]
+            return
+        if not ok:
             return
         output = str(observation.get("output") or "")
         arguments = action.arguments
@@ -300,8 +320,12 @@ class SweExplorePolicy(Policy[Any]):
             else:
                 self._files[path] = None
         parent = posixpath.dirname(folder)
-        if "__init__.py" in names and parent in ("", ".", "src") and _SAFE_NAME.match(folder):
-            self._packages.setdefault(posixpath.basename(folder), folder)
+        package = posixpath.basename(folder)
+        # A top-level folder with an __init__.py is a package, unless it holds the tests.
+        top_level = parent in ("", ".", "src") and _SAFE_NAME.match(package) is not None
+        library = package not in _TEST_DIRS and package.isidentifier()
+        if "__init__.py" in names and top_level and library:
+            self._packages.setdefault(package, folder)
 
     def _learn_read(self, path: str, arguments: Mapping[str, Any], output: str) -> None:
         view = self._views.setdefault(path, _FileView())
@@ -456,19 +480,36 @@ class SweExplorePolicy(Policy[Any]):
             and posixpath.basename(d) not in _DULL_DIRS
         ]
 
+    def _dir_interest(self, folder: str) -> float:
+        """How much a folder pulls: the code (``src``, the package) most, docs and assets least."""
+        base = posixpath.basename(folder)
+        wanted = self._repo_name.replace("-", "_").lower()
+        if base == "src" or base.lower() == wanted or folder in self._packages.values():
+            return 4.0
+        if base in _TEST_DIRS:
+            return 2.5
+        if base in _SIDE_DIRS or base.endswith(".egg-info"):
+            return 0.5
+        return 1.0
+
     def _file_interest(self, path: str) -> float:
+        """How much a file pulls a reader; 0 for binary and hidden files."""
         base = posixpath.basename(path)
         if path.endswith(_BINARY_SUFFIXES) or base.startswith("."):
             return 0.0
+        top = path.split("/")[0]
+        # Docs, examples and packaging metadata pull less than the code.
+        side = 0.3 if "/" in path and (top in _SIDE_DIRS or top.endswith(".egg-info")) else 1.0
         if base.upper().startswith("README"):
-            return 3.0
+            return 3.0 * side
         if base in _PACKAGING:
-            return 2.0
+            return 2.0 * side
         if base.endswith(".py"):
-            return 1.5 if base == "__init__.py" else 3.0
+            inside = any(path.startswith(f + "/") for f in self._packages.values())
+            return side * (1.5 if base == "__init__.py" else 4.0 if inside else 3.0)
         if base.endswith(_TEXT_SUFFIXES):
-            return 1.0
-        return 0.3
+            return 1.0 * side
+        return 0.3 * side
 
     def _pick_file(self, unread_first: bool = True) -> str | None:
         candidates = [p for p in self._files if self._file_interest(p) > 0]
@@ -521,7 +562,8 @@ class SweExplorePolicy(Policy[Any]):
             # Shallow folders first, the way one walks down a tree.
             depth = min(d.count("/") for d in unlisted)
             shallow = [d for d in unlisted if d.count("/") <= depth + 1]
-            return [_Step(tool_call("list_dir", path=self._pick(shallow)))]
+            chosen = self._rng.choices(shallow, [self._dir_interest(d) for d in shallow])[0]
+            return [_Step(tool_call("list_dir", path=chosen))]
         listed = [d for d in self._listings if d != "."]
         if listed and self._rng.random() < 0.4:
             return [_Step(tool_call("list_dir", path=self._pick(listed)))]
@@ -612,7 +654,10 @@ class SweExplorePolicy(Policy[Any]):
                 stripped = text.strip()
                 if not stripped or stripped.startswith(("#", "@")) or text.endswith("\\"):
                     continue
-                if not _CODE_LIKE.search(stripped) or stripped.startswith((">>>", "...")):
+                # A lone bracket or a short word is no text to find again; prose is no code.
+                if len(stripped) < 8 or not _CODE_LIKE.search(stripped):
+                    continue
+                if stripped.startswith((">>>", "...")):
                     continue  # prose of a docstring whose opening quotes were not read
                 new = self._mutated(text)
                 if new is None:

@@ -106,6 +106,18 @@ FILES = {
     ),
 }
 
+# The same project in the src layout, its tests in a top-level folder (like click, marshmallow).
+SRC_LAYOUT = {
+    (
+        path.replace("minitools/tests/", "tests/")
+        if "/tests/" in path
+        else "src/" + path
+        if path.startswith("minitools/")
+        else path
+    ): text
+    for path, text in FILES.items()
+}
+
 
 def _lines(text: str) -> list[str]:
     lines = text.split("\n")
@@ -119,8 +131,9 @@ def _numbered(lines: list[str], first: int) -> str:
 class FakeRepo:
     """The repository's files in a dict, changed by the tools as the real driver would."""
 
-    def __init__(self) -> None:
-        self.files = dict(FILES)
+    def __init__(self, original: dict[str, str] = FILES) -> None:
+        self.original = original
+        self.files = dict(original)
 
     # --- state ---
 
@@ -135,12 +148,12 @@ class FakeRepo:
 
     def git_status(self) -> str:
         lines = []
-        for path in sorted(set(FILES) | set(self.files)):
+        for path in sorted(set(self.original) | set(self.files)):
             if path not in self.files:
                 lines.append(f" D {path}")
-            elif path not in FILES:
+            elif path not in self.original:
                 lines.append(f"?? {path}")
-            elif self.files[path] != FILES[path]:
+            elif self.files[path] != self.original[path]:
                 lines.append(f" M {path}")
         return "".join(f"{line}\n" for line in lines)
 
@@ -235,7 +248,9 @@ class FakeRepo:
             known = file in self.files or file in self.folders()
             if not known or (name and f"def {name.split('::')[-1]}(" not in self.files[file]):
                 return self.observation("run_tests", f"ERROR: not found: {part}\n", exit_code=4)
-        broken = any(self.files.get(p) != text for p, text in FILES.items() if "/tests/" not in p)
+        broken = any(
+            self.files.get(p) != text for p, text in self.original.items() if "tests/" not in p
+        )
         output = "1 failed, 2 passed\n" if broken else "3 passed\n"
         return self.observation("run_tests", output, exit_code=1 if broken else 0)
 
@@ -245,10 +260,10 @@ class FakeRepo:
         if words[:3] == ["git", "checkout", "--"] or words[:2] == ["git", "restore"]:
             paths = words[3:] if words[1] == "checkout" else words[2:]
             for path in paths:
-                if path not in FILES:
+                if path not in self.original:
                     out = f"error: pathspec '{path}' did not match any file(s) known to git\n"
                     return self.observation("run_shell_command", out, exit_code=1)
-                self.files[path] = FILES[path]
+                self.files[path] = self.original[path]
             return self.observation("run_shell_command", "", exit_code=0)
         if words[0] == "rm":
             assert words[1:] and all(not w.startswith("-") for w in words[1:]), command
@@ -276,12 +291,12 @@ class FakeRepo:
 
 
 def play(
-    seed: int, steps: int = 30, **params: Any
+    seed: int, steps: int = 30, files: dict[str, str] = FILES, **params: Any
 ) -> tuple[list[Action], list[dict[str, Any]], FakeRepo]:
     """Play one episode against a fresh FakeRepo; return the actions, observations and repo."""
     policy = SweExplorePolicy(max_steps=steps, **params)
     policy.reset(seed, None)
-    repo = FakeRepo()
+    repo = FakeRepo(files)
     observation = repo.orientation()
     observations = [observation]
     history: list[HistoryItem] = []
@@ -426,10 +441,11 @@ def test_actions_only_use_what_earlier_observations_showed() -> None:
     assert checked > 300
 
 
-def test_an_edit_is_tested_and_reverted_within_a_few_steps() -> None:
+@pytest.mark.parametrize("files", [FILES, SRC_LAYOUT], ids=["flat", "src"])
+def test_an_edit_is_tested_and_reverted_within_a_few_steps(files: dict[str, str]) -> None:
     edits = 0
     for seed in range(30):
-        actions, observations, repo = play(seed, steps=30)
+        actions, observations, repo = play(seed, steps=30, files=files)
         for index, action in enumerate(actions):
             after = observations[index + 1]
             if action.name != "str_replace" or after["error"] is not None:
@@ -445,7 +461,7 @@ def test_an_edit_is_tested_and_reverted_within_a_few_steps() -> None:
             # the test folder when the episode has seen no test file named after the module.
             stem = posixpath.basename(path).removesuffix(".py")
             selectors = [a.arguments["selector"] for a in tests]
-            assert any(stem in s or s.endswith("/tests") for s in selectors), selectors
+            assert any(stem in s or posixpath.basename(s) == "tests" for s in selectors), selectors
             restored = [
                 i
                 for i in range(index + 1, min(index + 8, len(actions)))
@@ -453,7 +469,7 @@ def test_an_edit_is_tested_and_reverted_within_a_few_steps() -> None:
             ]
             assert restored, [a.text for a in following]
         # The episode leaves the repository exactly as it found it.
-        assert repo.files == FILES, (seed, repo.git_status())
+        assert repo.files == files, (seed, repo.git_status())
     assert edits >= 10
 
 
