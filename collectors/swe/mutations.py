@@ -5,11 +5,12 @@ mutation of a module's functions; :func:`shuffled` orders them by a seed. A muta
 edit of one span of the module (an operator, an expression, a statement's lines), so the rest
 of the file keeps its formatting and the bug's diff is as small as the change itself.
 
-Every candidate is checked before it is offered: the edited module must parse, and its syntax
-tree must be exactly the original tree with the intended change made on the tree (so an edit
-whose text would mean something else in its context, a missing pair of parentheses, a dedent
-that changes a string, is never offered). Nothing outside function and method bodies is
-touched: not decorators, default values, annotations, class attributes or module code.
+Every candidate is checked before it is offered: the edited function must parse, and its
+syntax tree must be exactly the original function's with the intended change made on the tree
+(so an edit whose text would mean something else in its context, a missing pair of
+parentheses, a dedent that changes a string, is never offered). Nothing outside function and
+method bodies is touched: not decorators, default values, annotations, class attributes or
+module code.
 
 Kinds (:data:`MUTATION_KINDS`):
 
@@ -22,7 +23,7 @@ Kinds (:data:`MUTATION_KINDS`):
   become empty).
 - ``swap-arguments``: two adjacent positional arguments of a call exchanged.
 - ``invert-condition``: an ``if``/``while``/conditional-expression test negated (or its
-  ``not`` removed).
+  ``not`` removed); not a constant test, nor a single comparison (that is a flip).
 - ``change-return``: a returned boolean negated, any other returned value replaced by ``None``.
 - ``remove-exception-handler``: a ``try``/``except`` (without ``finally``) unwrapped to its
   ``try`` body (and its ``else`` body).
@@ -459,6 +460,10 @@ class _Finder:
         for node, parent, field, holder in nodes:
             if field != "test" or not isinstance(parent, ast.If | ast.While | ast.IfExp):
                 continue
+            if isinstance(node, ast.Constant):
+                continue  # `while True`: negating it only stops the loop
+            if isinstance(node, ast.Compare) and len(node.ops) == 1:
+                continue  # the same as flipping the comparison, which reads better
             texts, replacement = self._negation(node)
             yield self._candidate(
                 "invert-condition",

@@ -499,8 +499,8 @@ _TITLES = (
 )
 _OPENINGS = (
     "Running the test suite shows {count_tests} failing:",
-    "After the latest changes, these tests no longer succeed:",
-    "I ran `pytest {test_file}` and got failures in:",
+    "After the latest changes, {count_tests} no longer {succeed}:",
+    "I ran `pytest {test_files}` and got failures in:",
     "The following {count_tests} {fail} on a clean checkout:",
     "CI reports {count_tests} failing:",
 )
@@ -511,13 +511,13 @@ _ERROR_LEADS = (
     "Relevant part of the output:",
 )
 _CLOSINGS = (
-    "Please fix the library so that these tests succeed again. The tests themselves are "
+    "Please fix the library so that {these_tests} {succeed} again. The tests themselves are "
     "correct and must not be changed.",
     "The tests are right; the problem is in the library code. Please find the cause and fix "
     "it without editing the tests.",
     "Could you track down what causes this and fix it? The tests should not need any changes, "
     "and the rest of the test suite has to keep working.",
-    "Expected: these tests succeed, as they did before. Please fix the code (not the tests).",
+    "Expected: {these_tests} {succeed}, as before. Please fix the code (not the tests).",
 )
 MAX_LISTED_TESTS = 5
 MAX_SHOWN_ERRORS = 2
@@ -559,6 +559,8 @@ def write_instruction(
         "error_type": error_type or "failure",
         "fail": "fails" if len(failing) == 1 else "fail",
         "succeed": "succeeds" if len(failing) == 1 else "succeed",
+        "these_tests": "this test" if len(failing) == 1 else "these tests",
+        "test_files": " ".join(dict.fromkeys(test.split("::")[0] for test in failing)),
     }
     titles = [t for t in _TITLES if error_type or "{error_type}" not in t]
     paragraphs = [rng.choice(titles).format(**values), rng.choice(_OPENINGS).format(**values)]
@@ -570,7 +572,7 @@ def write_instruction(
         paragraphs.append(rng.choice(_ERROR_LEADS))
         block = "\n\n".join(f"{test}\n" + "\n".join(lines) for test, lines in shown)
         paragraphs.append(f"```\n{block}\n```")
-    paragraphs.append(rng.choice(_CLOSINGS))
+    paragraphs.append(rng.choice(_CLOSINGS).format(**values))
     return "\n\n".join(paragraphs) + "\n"
 
 
@@ -644,6 +646,8 @@ def _leaks(line: str, changed_file: str, changed_lines: Sequence[str]) -> bool:
 
 
 def _clip(line: str) -> str:
+    # Object addresses differ from run to run; the instruction must not.
+    line = re.sub(r" at 0x[0-9a-f]+", " at 0x...", line)
     return line if len(line) <= MAX_LINE_CHARS else line[: MAX_LINE_CHARS - 3] + "..."
 
 

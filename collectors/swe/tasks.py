@@ -168,22 +168,19 @@ def load_tasks(repo: str | None = None, folder: Path | None = None) -> list[SweT
     return read_task_file(path)
 
 
-def write_task_file(repo: str, tasks: Sequence[SweTask], folder: Path | None = None) -> Path:
-    """Write ``tasks`` as ``repo``'s task file (replacing it) and return its path.
+def write_task_file(
+    repo: str, repo_version: str, tasks: Sequence[SweTask], folder: Path | None = None
+) -> Path:
+    """Write ``tasks`` as the task file of ``repo`` at ``repo_version``; return its path.
 
-    The tasks must all be of ``repo`` at one version. They are validated as they would be read
-    back, so a file this writes always loads.
+    The file is replaced. The tasks are validated as they would be read back (each must be of
+    this repository and version), so a file this writes always loads.
     """
-    versions = sorted({task.repo_version for task in tasks})
-    if len(versions) != 1:
-        raise TaskFileError(
-            f"the tasks of one file must be of one version of {repo}, got {versions or 'none'}"
-        )
     record = {
         "generator": GENERATOR,
         "generator_version": GENERATOR_VERSION,
         "repo": repo,
-        "repo_version": versions[0],
+        "repo_version": repo_version,
         "tasks": [
             {field.name: _plain(getattr(task, field.name)) for field in fields(task)}
             for task in tasks
