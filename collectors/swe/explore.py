@@ -127,6 +127,7 @@ class _Step:
 
     action: Action
     cancels_rest: bool = False
+    spare: int = 0  # steps to keep free after the sequence, should this one need a clean-up
 
 
 def _succeeded(observation: RawObservation) -> bool:
@@ -439,7 +440,7 @@ class SweExplorePolicy(Policy[Any]):
             kind = self._rng.choices(kinds, weights=[weights[k] for k in kinds])[0]
             steps = self._generators[kind]()
             # A sequence that cannot finish (an edit not reverted) is not started.
-            if steps is not None and len(steps) <= remaining:
+            if steps is not None and len(steps) + sum(s.spare for s in steps) <= remaining:
                 return self._take(steps)
         return self._take([_Step(tool_call("list_dir", path="."))])
 
@@ -731,12 +732,13 @@ class SweExplorePolicy(Policy[Any]):
         revert = self._rng.random()
         if revert < 0.6:
             steps.append(_Step(self._shell(f"git checkout -- {quoted}")))
-        elif revert < 0.75:
+        elif revert < 0.75 or new in "\n".join(self._views[path].lines.values()):
             steps.append(_Step(self._shell(f"git restore {quoted}")))
         else:
-            # Undo by hand: the reverse replacement (checked by git status afterwards).
+            # Undo by hand: the reverse replacement. Should it fail, git status shows the file
+            # still modified and the next step checks it out (one step is kept for that).
             back = tool_call("str_replace", path=path, old=new, new=old)
-            steps.append(_Step(back))
+            steps.append(_Step(back, spare=1))
         if self._rng.random() < 0.4:
             steps.append(_Step(self._shell("git status --short")))
         return steps

@@ -9,6 +9,7 @@ real episode on the toolz image.
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import json
 import os
 import posixpath
@@ -291,12 +292,16 @@ class FakeRepo:
 
 
 def play(
-    seed: int, steps: int = 30, files: dict[str, str] = FILES, **params: Any
+    seed: int,
+    steps: int = 30,
+    files: dict[str, str] = FILES,
+    repo_type: type[FakeRepo] = FakeRepo,
+    **params: Any,
 ) -> tuple[list[Action], list[dict[str, Any]], FakeRepo]:
     """Play one episode against a fresh FakeRepo; return the actions, observations and repo."""
     policy = SweExplorePolicy(max_steps=steps, **params)
     policy.reset(seed, None)
-    repo = FakeRepo(files)
+    repo = repo_type(files)
     observation = repo.orientation()
     observations = [observation]
     history: list[HistoryItem] = []
@@ -572,3 +577,29 @@ def test_explores_toolz_for_real_and_leaves_it_clean(toolz_image: str) -> None:
         assert any(path not in item.observation["git_status"] for item in later)
     assert observation["git_status"] == "", observation["git_status"]
     assert observation["git_diff_stat"] == ""
+
+
+class StubbornRepo(FakeRepo):
+    """A repository where a second edit of a modified file fails: an undo by hand never works."""
+
+    def str_replace(self, path: str, old: str, new: str) -> dict[str, Any]:
+        if self.files.get(posixpath.normpath(path)) != self.original.get(path):
+            return self.observation("str_replace", "", error=f"old string not found in {path}")
+        return super().str_replace(path, old, new)
+
+
+def test_a_failed_undo_is_cleaned_up_with_git() -> None:
+    cleaned = 0
+    # Short episodes too: an undo by hand near the end must leave a step for the clean-up.
+    for seed, steps in itertools.product(range(40), (9, 21, 27, 30)):
+        actions, observations, repo = play(seed, steps=steps, repo_type=StubbornRepo)
+        for index, action in enumerate(actions[:-1]):
+            failed_undo = action.name == "str_replace" and observations[index + 1]["error"]
+            if failed_undo and " M " in observations[index + 1]["git_status"]:
+                # Once the rest of its sequence (a git status, say) is done, git cleans up.
+                checkout = f"git checkout -- {action.arguments['path']}"
+                following = [a.arguments.get("command") for a in actions[index + 1 : index + 3]]
+                assert checkout in following, following
+                cleaned += 1
+        assert repo.files == FILES, (seed, steps, repo.git_status())
+    assert cleaned >= 3
