@@ -64,6 +64,9 @@ class Repo(BaseModel):
     shape: str = Field(description="what kind of project it is, for people choosing one")
     sdist: str = Field(description="file name of the source distribution on PyPI")
     sdist_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    commit: str = Field(
+        pattern=r"^[0-9a-f]{40}$", description="id of the repository's one commit (checked)"
+    )
     source_root: str = Field(description="folder of the importable packages: '.' or 'src'")
     test_paths: tuple[str, ...] = Field(min_length=1, description="what pytest runs by default")
     pytest_args: tuple[str, ...] = ()

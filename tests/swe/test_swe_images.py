@@ -120,16 +120,16 @@ def test_image_has_one_clean_commit_and_a_baseline(name: str, swe_images: dict[s
 
     with DockerSandbox(repo.image) as sandbox:
         shown = sandbox.exec(
-            "git rev-list --count HEAD; git status --porcelain --ignored; echo ---; "
+            "git rev-list HEAD; git status --porcelain --ignored; echo ---; "
             "git log -1 --format='%an <%ae> %ad|%cn %cd' --date=iso-strict; "
             "stat -c %U . .git; python -c 'import sys; print(sys.prefix)'",
             user="user",
             workdir=repos.REPOSITORY_PATH,
         )
         assert shown.exit_code == 0, shown.stderr
-        count, rest = shown.text.split("\n", 1)
+        commits, rest = shown.text.split("\n", 1)
         status, after = rest.split("---\n")
-        assert count == "1" and status == ""
+        assert commits == repo.commit and status == ""  # one commit, the pinned one
         who = repos.COMMIT_IDENTITY
         assert after.splitlines() == [
             f"{who['name']} <{who['email']}> {who['date']}|{who['name']} {who['date']}",

@@ -3,9 +3,10 @@
 Run as root during ``docker build`` with ``/opt/worldtrace/repo.json`` and the venv in place.
 It downloads the sdist named in repo.json with pip (by name and version; pip checks the sha256
 pinned there, and so do we), unpacks it into /home/user/repo owned by ``user``, makes it a git
-repository with one commit whose author, committer and date are fixed (the commit id depends
-on the sdist alone), and installs it into the venv in editable mode, so that an edit of the
-working tree takes effect without reinstalling. The working tree must be clean afterwards.
+repository with one commit whose author, committer and date are fixed (so its id depends on the
+sdist alone, and must be the one repo.json pins), and installs it into the venv in editable
+mode, so that an edit of the working tree takes effect without reinstalling. The working tree
+must be clean afterwards.
 Standard library only.
 """
 
@@ -126,6 +127,11 @@ def main() -> None:
         fail(f"installing the repository changed its working tree:\n{status}")
     log = as_user(["git", "log", "--format=%H %an <%ae> %ad", "--date=iso-strict"])
     print(f"prepare_repo: {repo['name']} {repo['version']} at {REPOSITORY}: {log.strip()}")
+    # The commit id depends on every file, mode, the identity and the date: the same id means
+    # the same repository as when repo.json was written, so tasks made on it still apply.
+    head = as_user(["git", "rev-parse", "HEAD"]).strip()
+    if head != repo["commit"]:
+        fail(f"the repository's commit is {head}, repo.json pins {repo['commit']}")
 
 
 if __name__ == "__main__":
