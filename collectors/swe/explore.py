@@ -188,7 +188,14 @@ class SweExplorePolicy(Policy[Any]):
         max_steps: int = 30,
         weights: Mapping[str, float] | None = None,
         mistake_rate: float = 0.06,
+        **unknown: Any,
     ) -> None:
+        # A config's policy.params arrive as keywords: a misspelt one is a clear ValueError.
+        if unknown:
+            raise ValueError(
+                f"unknown parameters for the swe explore policy: {sorted(unknown)} "
+                f"(it takes {', '.join(self.PARAMS)})"
+            )
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise ValueError(f"max_steps must be an integer of at least 1, got {max_steps!r}")
         if weights is not None and not isinstance(weights, Mapping):
@@ -224,17 +231,6 @@ class SweExplorePolicy(Policy[Any]):
             "script": self._script,
         }
         self.reset(0, None)
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> SweExplorePolicy:
-        """Build the policy from a config's ``policy.params``; unknown names are a ValueError."""
-        unknown = sorted(set(params) - set(cls.PARAMS))
-        if unknown:
-            raise ValueError(
-                f"unknown parameters for the swe explore policy: {unknown} "
-                f"(it takes {', '.join(cls.PARAMS)})"
-            )
-        return cls(**params)
 
     # --- episode state -----------------------------------------------------------------------
 

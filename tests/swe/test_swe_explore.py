@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from worldtrace.collectors.base import HistoryItem
+from worldtrace.collectors.registry import get_collector
 from worldtrace.collectors.swe.explore import SweExplorePolicy
 from worldtrace.collectors.swe.tools import check_tool_call
 from worldtrace.schemas import Action
@@ -502,7 +503,7 @@ def test_stops_at_max_steps_and_params_are_checked() -> None:
     assert len(play(1, steps=5)[0]) == 5
     assert len(play(1)[0]) == 30  # the default
     with pytest.raises(ValueError, match=r"unknown parameters.*colour"):
-        SweExplorePolicy.from_params({"max_steps": 3, "colour": "red"})
+        SweExplorePolicy(**{"max_steps": 3, "colour": "red"})
     with pytest.raises(ValueError, match="max_steps"):
         SweExplorePolicy(max_steps=0)
     with pytest.raises(ValueError, match=r"unknown action kinds.*dance"):
@@ -513,7 +514,12 @@ def test_stops_at_max_steps_and_params_are_checked() -> None:
         SweExplorePolicy(weights={"edit": -1})
     with pytest.raises(ValueError, match="mistake_rate"):
         SweExplorePolicy(mistake_rate=2)
-    policy = SweExplorePolicy.from_params({"max_steps": 12, "weights": {"edit": 0}})
+    # The registry's factory passes a config's policy.params through.
+    collector = get_collector("swe")
+    with pytest.raises(ValueError, match=r"unknown parameters.*colour"):
+        collector.policies["explore"](collector, {"colour": "red"})
+    policy = collector.policies["explore"](collector, {"max_steps": 12, "weights": {"edit": 0}})
+    assert isinstance(policy, SweExplorePolicy)
     assert policy.max_steps == 12 and policy.weights["edit"] == 0
     assert policy.describe().kind == "explore" and policy.describe().name == "swe-explore"
     for seed in range(5):
