@@ -50,7 +50,10 @@ class Deselection(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str = Field(description="pytest node id")
+    id: str = Field(
+        description="pytest node id, or a prefix of ids (pytest's --deselect leaves out every "
+        "test whose id starts with it: all parameters of a test, say)"
+    )
     reason: str = Field(min_length=1)
 
 
