@@ -407,8 +407,11 @@ class SweExplorePolicy(Policy[Any]):
         words = command.split()
         if words[:3] == ["git", "checkout", "--"] or words[:2] == ["git", "restore"]:
             for word in words[2:]:
-                self._edited.pop(posixpath.normpath(word), None)
-                self._views.pop(posixpath.normpath(word), None)
+                path = posixpath.normpath(word)
+                edit = self._edited.pop(path, None)
+                if edit is not None:
+                    # The file is as it was read again.
+                    self._learn_edit(path, edit[1], edit[0])
         elif words[:1] == ["rm"]:
             for word in words[1:]:
                 self._created.pop(posixpath.normpath(word), None)
