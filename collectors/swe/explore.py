@@ -239,6 +239,7 @@ class SweExplorePolicy(Policy[Any]):
         self._rng = random.Random(seed)
         self._taken = 0
         self._last: Action | None = None
+        self._previous = ""  # the text of the last action, not to be repeated by choice
         self._pending: list[_Step] = []
         self._cancel_on_failure = False
         self._listings: dict[str, list[str]] = {}
@@ -438,8 +439,10 @@ class SweExplorePolicy(Policy[Any]):
         for _ in range(20):
             kind = self._rng.choices(kinds, weights=[weights[k] for k in kinds])[0]
             steps = self._generators[kind]()
+            if steps is None or steps[0].action.text == self._previous:
+                continue  # nothing to do of this kind, or the very same call again
             # A sequence that cannot finish (an edit not reverted) is not started.
-            if steps is not None and len(steps) + sum(s.spare for s in steps) <= remaining:
+            if len(steps) + sum(s.spare for s in steps) <= remaining:
                 return self._take(steps)
         return self._take([_Step(tool_call("list_dir", path="."))])
 
@@ -447,6 +450,7 @@ class SweExplorePolicy(Policy[Any]):
         first, *rest = steps
         self._pending = rest
         self._cancel_on_failure = first.cancels_rest
+        self._previous = first.action.text
         return first.action
 
     def _cleanup(self, observation: RawObservation) -> list[_Step] | None:
@@ -719,9 +723,11 @@ class SweExplorePolicy(Policy[Any]):
             )
         tests = self._covering_tests(path)
         # The test file or one of its ids; now and then a second run of another one.
-        steps.append(_Step(tool_call("run_tests", selector=self._pick(tests[:4]))))
-        if len(tests) > 1 and self._rng.random() < 0.2:
-            steps.append(_Step(tool_call("run_tests", selector=self._pick(tests))))
+        first = self._pick(tests[:4])
+        steps.append(_Step(tool_call("run_tests", selector=first)))
+        others = [test for test in tests if test != first]
+        if others and self._rng.random() < 0.2:
+            steps.append(_Step(tool_call("run_tests", selector=self._pick(others))))
         roll = self._rng.random()
         if roll < 0.3:
             steps.append(_Step(self._shell("git diff")))

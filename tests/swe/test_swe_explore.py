@@ -365,6 +365,8 @@ def test_every_action_is_a_valid_tool_call_and_the_mix_is_varied() -> None:
     for seed in range(20):
         actions, _, _ = play(seed, steps=40, mistake_rate=0.1)
         assert actions[0].name == "list_dir" and actions[0].arguments["path"] == "."
+        # The fake repository never fails a clean-up, so no call is ever the one before again.
+        assert all(a.text != b.text for a, b in itertools.pairwise(actions)), seed
         for action in actions:
             assert check_tool_call(action) is None, action.text
             names[action.name] = names.get(action.name, 0) + 1
