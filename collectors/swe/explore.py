@@ -379,14 +379,19 @@ class SweExplorePolicy(Policy[Any]):
     def _learn_hits(self, searched: str, output: str) -> None:
         # grep names the file of each hit, except when it searched one file: then "line:text".
         single = searched in self._files
+        hits = []
         for line in output.splitlines():
             match = _SINGLE_FILE_HIT.match(line) if single else _HIT.match(line)
             if not match:
                 continue
             path = searched if single else posixpath.normpath(match[1])
             if _SAFE_NAME.match(posixpath.basename(path)):
-                self._files.setdefault(path, None)
-                self._hits.setdefault((path, int(match["line"])), None)
+                hits.append((path, int(match["line"])))
+        # grep lists files in the order the file system gives them, which can differ between
+        # two builds of an image; sorted, the walk depends only on what was found.
+        for path, line_number in sorted(hits):
+            self._files.setdefault(path, None)
+            self._hits.setdefault((path, line_number), None)
 
     def _learn_edit(self, path: str, old: str, new: str) -> None:
         """Keep the file view true after an edit: the edited lines are no longer known."""
