@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -196,6 +197,12 @@ def test_search_and_list_dir(env: SweEnvironment) -> None:
     assert all(
         line.startswith("toolz/tests/") for line in inside.observation["output"].splitlines()
     )
+    # Hits come by file and line, whatever order the file system lists folders in (grep's
+    # own order differed between two fresh containers of the same image).
+    wide = run(env, "search", pattern=r"^def ", path="toolz")
+    hits = [re.match(r"^(.+?):(\d+):", line) for line in wide.observation["output"].splitlines()]
+    places = [(hit.group(1), int(hit.group(2))) for hit in hits if hit]
+    assert len({path for path, _ in places}) > 3 and places == sorted(places)
     none = run(env, "search", pattern="no_such_identifier_anywhere_42")
     assert (none.error, none.observation["output"]) == (None, "No matches found.\n")
     bad = run(env, "search", pattern="(unclosed")

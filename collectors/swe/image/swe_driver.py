@@ -36,6 +36,7 @@ import fcntl
 import json
 import os
 import pwd
+import re
 import select
 import shlex
 import signal
@@ -54,6 +55,9 @@ F_SETPIPE_SZ = 1031
 # The container's process limit: cgroup v1 and v2 places of the pids controller's files.
 PIDS_FOLDERS = ("/sys/fs/cgroup/pids", "/sys/fs/cgroup")
 
+FILE_HIT = re.compile(r"^(.+?):\d+:")
+"""A hit of a search over several files: ``path:N:text``."""
+SINGLE_FILE_HIT = re.compile(r"^\d+:")
 CAPTURE_BYTES = 1 << 20
 """Most output bytes kept per tool call: the first and the last half; the middle is counted."""
 EXIT_GRACE_S = 1.0
@@ -515,7 +519,7 @@ def search(pattern, path, glob, timeout):
             "error": f"timed out after {timeout:g}s",
             "timed_out": True,
         }
-    lines = capture.text().splitlines()
+    lines = in_file_order(capture.text().splitlines())
     shown = [
         line if len(line) <= SEARCH_MAX_LINE_CHARS else line[:SEARCH_MAX_LINE_CHARS] + " [...]"
         for line in lines[:SEARCH_MAX_LINES]
@@ -530,6 +534,23 @@ def search(pattern, path, glob, timeout):
         error = messages[-1][len("grep: ") :] if messages else f"grep exited {code}"
         return {"output": output, "error": error}
     return {"output": output, "error": None}
+
+
+def in_file_order(lines):
+    """Hits sorted by file, each file's in line order, grep's own messages last.
+
+    ``grep -r`` walks folders in the file system's order, which differs between two fresh
+    containers of the same image: the same search in the same state would print its hits in
+    another order. A search of one file prints ``N:text`` lines, already in order.
+    """
+    if all(SINGLE_FILE_HIT.match(line) for line in lines):
+        return lines
+
+    def key(line):
+        hit = FILE_HIT.match(line)
+        return (0, hit.group(1)) if hit else (1, "")
+
+    return sorted(lines, key=key)  # stable: line order within a file is kept
 
 
 def run_command(argv, timeout):
