@@ -1,0 +1,98 @@
+"""`worldtrace collect swe` end to end: real containers, real test suites, then curate, publish,
+load with `datasets` and export, with the same commands as every other domain."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from datasets import load_dataset
+from typer.testing import CliRunner
+
+from worldtrace.collectors.recorder import read_episode
+from worldtrace.collectors.swe.tasks import load_tasks
+from worldtrace.collectors.swe.tools import TOOLS
+from worldtrace.flows.cli import app
+from worldtrace.schemas import Transition, from_row
+
+pytestmark = pytest.mark.docker
+
+
+def invoke(*args: str) -> str:
+    """Run a worldtrace command in this process; fail the test with its output on an error."""
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_collect_swe_from_defaults_then_curate_publish_load_and_export(
+    tmp_path: Path, swe_images: dict[str, str]
+) -> None:
+    invoke(
+        "collect", "swe", "--env", "repo=toolz", "--policy", "script",
+        "--episodes", "2", "--workers", "2", "--max-steps", "25",
+        "--out", str(tmp_path / "runs"), "--run-name", "swe",
+    )  # fmt: skip
+    run_dir = tmp_path / "runs" / "swe"
+    ends = [
+        next(event for event in read_episode(path) if event.type == "end")
+        for path in sorted((run_dir / "raw" / "episodes").glob("*.jsonl"))
+    ]
+    # The oracle fixed both synthesized bugs: their failing tests pass after the episode.
+    assert [end.reward for end in ends] == [1.0, 1.0]
+
+    frame = pl.read_parquet(run_dir / "transitions" / "swe" / "*.parquet")
+    rows = [from_row(Transition, row) for row in frame.to_dicts()]  # raises on a bad row
+    # Scripted episodes cycle the repository's task library from its first task.
+    assert {row.task for row in rows} == {t.instruction for t in load_tasks("toolz")[:2]}
+    for row in rows:
+        assert row.observation.format == row.next_observation.format == "tool-result"
+        assert row.action.name in TOOLS
+        assert json.loads(row.action.text) == {
+            "name": row.action.name,
+            "arguments": row.action.arguments,
+        }
+        assert row.env.name == "swe/toolz"
+        assert row.env.components["repo_version"] == "1.0.0"
+        assert row.env.components["image_digest"].startswith("sha256:")
+        assert {"exit_code", "git_status", "git_diff_stat", "wall_s"} <= set(
+            row.next_observation.meta
+        )
+    fixes = [r for r in rows if r.action.name == "str_replace" and r.action_error is None]
+    assert fixes and all(" M " in f" {r.next_observation.meta['git_status']}" for r in fixes)
+
+    invoke("curate", str(run_dir), "--out", str(tmp_path / "corpus"))
+    invoke("publish", str(tmp_path / "corpus"), "--to", str(tmp_path / "dist"))
+    dataset = load_dataset(str(tmp_path / "dist"), "swe", split="train")
+    assert 0 < dataset.num_rows <= len(rows)
+    assert set(dataset["domain"]) == {"swe"}
+
+    invoke(
+        "export", str(tmp_path / "dist"), "--format", "agentworld", "--out", str(tmp_path / "aw")
+    )
+    agentworld = [json.loads(line) for line in (tmp_path / "aw" / "swe_train.jsonl").open()]
+    assert len(agentworld) == dataset.num_rows
+    assert all(row["task"] == "swe" and isinstance(row["id"], int) for row in agentworld)
+
+    invoke("export", str(tmp_path / "dist"), "--format", "openai", "--out", str(tmp_path / "oa"))
+    chats = [json.loads(line) for line in (tmp_path / "oa" / "swe.jsonl").open()]
+    assert len(chats) == dataset.num_rows
+    for chat in chats:
+        *_, call, result = chat["messages"]
+        (tool_call,) = call["tool_calls"]
+        assert tool_call["function"]["name"] in TOOLS
+        assert result == {
+            "role": "tool",
+            "tool_call_id": tool_call["id"],
+            "content": result["content"],
+        }
+
+
+def test_collect_swe_refuses_an_unknown_repository(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["collect", "swe", "--env", "repo=nope", "--out", str(tmp_path), "--episodes", "1"]
+    )
+    assert result.exit_code == 2
+    assert "nope" in result.output
