@@ -42,6 +42,12 @@ BASE_IMAGE = "worldtrace/base:bookworm"
 BASE_SUITE = "bookworm"
 DEFINITION_LABEL = "worldtrace.definition"
 IMAGE_LABEL = "worldtrace.image"
+BASE_VERSION = "2"
+"""What the base image holds; a base of another version is built again (and so is every
+image on it). 2: the machine's certificate bundle, for pip behind an intercepting proxy."""
+BASE_VERSION_LABEL = "worldtrace.base-version"
+HOST_CA_PATH = "/usr/local/share/worldtrace/host-ca.crt"
+"""Where the base image keeps the machine's certificate bundle (``PIP_CERT`` points at it)."""
 
 # Files that never belong to a definition: byte-compiled leftovers of importing a helper
 # would otherwise change the hash and trigger a pointless rebuild.
@@ -104,10 +110,26 @@ def _definition_files(folder: Path) -> list[Path]:
 
 
 def _base_image_id(client: docker.DockerClient) -> str | None:
+    """The id of the base image of the current :data:`BASE_VERSION`, None if there is none."""
     try:
-        return client.images.get(BASE_IMAGE).id
+        image = client.images.get(BASE_IMAGE)
     except docker.errors.ImageNotFound:
         return None
+    return image.id if (image.labels or {}).get(BASE_VERSION_LABEL) == BASE_VERSION else None
+
+
+def host_ca_bundle() -> Path | None:
+    """The certificate bundle this machine's pip trusts, if there is one to give the images.
+
+    Where HTTPS goes through an intercepting proxy, only the machine's own bundle (named by
+    ``PIP_CERT`` and friends, or the system's) verifies the registry; an image's pip, which
+    trusts its own bundle, would refuse it.
+    """
+    named = [os.environ.get(name) for name in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")]
+    for candidate in [*named, "/etc/ssl/certs/ca-certificates.crt"]:
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    return None
 
 
 def definition_hash(
@@ -285,6 +307,20 @@ def _tar_chunks(root: Path) -> Iterator[bytes]:
         raise SandboxError(f"tar of {root} failed: {stderr.decode(errors='replace')[-2000:]}")
 
 
+def _with_host_ca(root: Path) -> list[str]:
+    """Put the machine's certificate bundle into the root file system for pip to use.
+
+    Returns the image config lines that point pip at it (none when the machine has none).
+    """
+    bundle = host_ca_bundle()
+    if bundle is None:
+        return []
+    target = root / HOST_CA_PATH.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(bundle, target)
+    return [f"ENV PIP_CERT={HOST_CA_PATH}"]
+
+
 def ensure_base_image(
     client: docker.DockerClient | None = None, progress: Progress | None = None
 ) -> str:
@@ -342,7 +378,9 @@ def ensure_base_image(
                     changes=[
                         "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                         f"LABEL {IMAGE_LABEL}=base",
+                        f"LABEL {BASE_VERSION_LABEL}={BASE_VERSION}",
                         'CMD ["bash"]',
+                        *_with_host_ca(root),
                     ],
                     stream_src=True,
                 )
@@ -476,7 +514,7 @@ def build_images(
     tell = say or (lambda line: None)
     had_base = _base_image_id(client) is not None
     if not had_base:
-        tell(f"base image {BASE_IMAGE}: missing, building (about a minute)")
+        tell(f"base image {BASE_IMAGE}: missing or outdated, building (about a minute)")
     built = {"base": ensure_base_image(client, log)}
     tell(f"base image {BASE_IMAGE}: {'present' if had_base else 'built'} {built['base'][7:19]}")
     for definition in definitions:

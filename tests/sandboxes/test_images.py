@@ -208,6 +208,30 @@ def test_base_image_present(client: docker.DockerClient) -> None:
 
 
 @pytest.mark.docker
+def test_the_base_image_gives_pip_the_machines_certificates(client: docker.DockerClient) -> None:
+    # Behind an intercepting proxy an image's pip verifies the registry only with the machine's
+    # own bundle; before, the Dockerfiles turned verification off for the registry's hosts.
+    bundle = images.host_ca_bundle()
+    if bundle is None:  # pragma: no cover - every machine here has a system bundle
+        pytest.skip("this machine has no certificate bundle to give")
+    base = client.images.get(images.BASE_IMAGE)
+    assert base.labels[images.BASE_VERSION_LABEL] == images.BASE_VERSION
+    assert f"PIP_CERT={images.HOST_CA_PATH}" in base.attrs["Config"]["Env"]
+    copied = client.containers.run(
+        base.id, ["cat", images.HOST_CA_PATH], remove=True, network_mode="none"
+    )
+    assert copied == bundle.read_bytes()
+
+
+@pytest.mark.docker
+def test_a_base_image_of_another_version_is_not_used(
+    monkeypatch: pytest.MonkeyPatch, client: docker.DockerClient
+) -> None:
+    monkeypatch.setattr(images, "BASE_VERSION", "older")
+    assert images._base_image_id(client) is None
+
+
+@pytest.mark.docker
 def test_missing_debootstrap_says_how_to_fix(
     monkeypatch: pytest.MonkeyPatch, client: docker.DockerClient
 ) -> None:

@@ -26,8 +26,6 @@ VENV_PIP = "/opt/swe-venv/bin/pip"
 USER = "user"
 # What git must not show as untracked: byte code from running the code, pytest's cache.
 IGNORED = "__pycache__/\n*.py[cod]\n.pytest_cache/\n"
-# Pip options for the registry; see the Dockerfile for why TLS is not verified.
-PIP_OPTIONS = os.environ.get("PIP_OPTIONS", "").split()
 
 
 def fail(message: str) -> None:
@@ -64,7 +62,7 @@ def download_sdist(repo: dict, folder: Path) -> Path:
     # requirements.txt and already in the venv, instead of fetching an unpinned one.
     command = [VENV_PIP, "download", "--no-deps", "--no-binary", ":all:", "--no-build-isolation"]
     command += ["--disable-pip-version-check", "--no-cache-dir", "--require-hashes"]
-    command += [*PIP_OPTIONS, "-d", str(folder), "-r", str(requirement)]
+    command += ["-d", str(folder), "-r", str(requirement)]
     subprocess.run(command, check=True)
     found = [path for path in folder.iterdir() if path.name == repo["sdist"]]
     if not found:
