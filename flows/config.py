@@ -10,7 +10,7 @@ Example ``collect.yaml``::
     max_steps: 30
     step_timeout_s: 30
     policy:
-      kind: script            # script | explore
+      kind: script            # script | explore | replay (what the domain offers)
       tasks: [grep-logs]      # script only; default: the whole task library
     environment:              # validated by the domain's own config model
       limits: {cpus: 1, memory_mb: 512, pids: 256}
@@ -36,7 +36,10 @@ class PolicyConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: str = Field(default="script", description="'script' (task library) or 'explore'")
+    kind: str = Field(
+        default="script",
+        description="'script' (task library), 'explore' or 'replay'; the domain's kinds",
+    )
     tasks: list[str] | None = Field(default=None, description="script: task names to cycle")
     params: dict[str, Any] = Field(default_factory=dict, description="policy parameters")
 

@@ -31,8 +31,8 @@ def test_collect_swe_from_defaults_then_curate_publish_load_and_export(
     tmp_path: Path, swe_images: dict[str, str]
 ) -> None:
     invoke(
-        "collect", "swe", "--env", "repo=toolz", "--policy", "script",
-        "--episodes", "2", "--workers", "2", "--max-steps", "25",
+        # The defaults: the toolz repository, the script policy (the oracle).
+        "collect", "swe", "--episodes", "2", "--workers", "2", "--max-steps", "25",
         "--out", str(tmp_path / "runs"), "--run-name", "swe",
     )  # fmt: skip
     run_dir = tmp_path / "runs" / "swe"
