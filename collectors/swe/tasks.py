@@ -11,11 +11,12 @@ repository root) and hides it in the repository's one commit; the agent sees ``i
 The episode succeeds when every test of ``failing_tests`` and ``passing_tests`` passes.
 
 ``failing_tests`` are the tests that passed at baseline and fail with the bug. ``passing_tests``
-are the tests that must keep passing: every other baseline-passing test of the test files
-that hold a failing test (the tests nearest the bug, which a careless fix breaks first), then
-other baseline-passing tests of the test files synthesis ran, in a seeded order, up to
-:data:`PASSING_TESTS_CAP` in all. The cap keeps evaluation to a few seconds; whole test files
-near the bug are what a fix must not break, and they come first.
+are the tests that must keep passing, at most :data:`PASSING_TESTS_CAP`: first every other
+baseline-passing test of the test files that hold a failing test (the tests nearest the bug,
+which a careless fix breaks first; a seeded sample of them if they are more than the cap),
+then, in the room left, a seeded sample of the other tests synthesis ran (the test files that
+mention the mutated module, function or class). All of them pass with the bug and after the
+fix. The cap keeps an evaluation to a few seconds.
 """
 
 from __future__ import annotations
