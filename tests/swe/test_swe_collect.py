@@ -96,3 +96,47 @@ def test_collect_swe_refuses_an_unknown_repository(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "nope" in result.output
+
+
+def test_a_replay_of_tool_calls_records_their_real_results(
+    tmp_path: Path, swe_images: dict[str, str]
+) -> None:
+    from worldtrace.flows.collect import run_collection
+    from worldtrace.flows.config import validate_config
+
+    calls = [
+        '{"name": "run_shell_command", "arguments": {"command": "echo out; echo err >&2"}}',
+        {"name": "write_file", "arguments": {"path": "notes.txt", "content": "a\nb\n"}},
+        {"name": "str_replace", "arguments": {"path": "notes.txt", "old": "z", "new": "y"}},
+        '{"name": "read_file", "arguments": {"path": "notes.txt", "start_line": 2}}',
+    ]
+    config = validate_config(
+        {
+            "domain": "swe",
+            "episodes": 1,
+            "out": str(tmp_path),
+            "policy": {"kind": "replay", "params": {"actions": calls}},
+        }
+    )
+    summary = run_collection(config)
+    assert (summary["collected"], summary["transitions"]) == (1, 4)
+    (episode,) = (config.run_dir / "raw" / "episodes").glob("*.jsonl")
+    steps = [event for event in read_episode(episode) if event.type == "step"]
+    assert [step.action.name for step in steps] == [
+        "run_shell_command", "write_file", "str_replace", "read_file",
+    ]  # fmt: skip
+    shell, written, absent, read = (step.observation for step in steps)
+    assert (shell["output"], shell["exit_code"]) == ("out\nerr\n", 0)
+    assert "?? notes.txt" in written["git_status"]
+    # An edit whose old text is absent is the step's error, and the file stays as written.
+    assert steps[2].error == absent["error"] and "not found" in absent["error"]
+    assert read["output"] == "     2\tb\n"
+    with pytest.raises(ValueError, match="not_a_tool"):
+        validate_config(
+            {
+                "domain": "swe",
+                "episodes": 1,
+                "out": str(tmp_path),
+                "policy": {"kind": "replay", "params": {"actions": [{"name": "not_a_tool"}]}},
+            }
+        )
