@@ -33,9 +33,7 @@ git command and no file time shows where it is. A task with ``failing_tests`` an
 
 from __future__ import annotations
 
-import json
 import logging
-import secrets
 import time
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -45,7 +43,8 @@ from pydantic import Field
 from worldtrace.collectors.base import Environment, EnvironmentConfig, StepOutcome
 from worldtrace.collectors.swe.render import OUTPUT_LIMIT_CHARS
 from worldtrace.collectors.swe.tools import check_tool_call, validated_arguments
-from worldtrace.sandboxes.docker import DockerSandbox, ExecStream, Limits, SandboxDied, SandboxError
+from worldtrace.sandboxes.channel import DriverChannel, json_object
+from worldtrace.sandboxes.docker import DockerSandbox, Limits, SandboxError
 from worldtrace.schemas import Action, EnvironmentRef
 from worldtrace.schemas.raw import RawObservation
 
@@ -58,8 +57,6 @@ USER = "user"
 """The unprivileged account every tool, the task's patch and the evaluation run as."""
 USER_ENV = {"HOME": "/home/user", "USER": USER, "LOGNAME": USER}
 """Added to the image's environment for the evaluation's test run (as the driver does)."""
-# How long past a request's own time limit we wait for the driver before calling it lost.
-DRIVER_GRACE_S = 15.0
 # The driver reads the working tree's state after each tool with two git runs of up to 10 s.
 GIT_ALLOWANCE_S = 20.0
 # How long a last look into a sandbox whose driver stopped answering may take.
@@ -152,11 +149,8 @@ class SweEnvironment(Environment[SweConfig, Any]):
         self.config = config or SweConfig()
         self._labels = {"worldtrace.domain": "swe", **(labels or {})}
         self._sandbox: DockerSandbox | None = None
-        self._driver: ExecStream | None = None
+        self._driver: DriverChannel | None = None
         self._last: RawObservation | None = None
-        self._token = ""
-        self._sequence = 0
-        self._skipped = 0  # lines skipped while waiting for the latest reply
         self._unusable = False
         self._started_at = 0.0
 
@@ -170,15 +164,13 @@ class SweEnvironment(Environment[SweConfig, Any]):
     def reset(self, seed: int, task: Any | None) -> RawObservation:
         """Start a fresh container, apply the task's bug, return the orientation observation."""
         self.close()
-        self._token = secrets.token_hex(16)
-        self._sequence = 0
         self._unusable = False
         # Taken before the container starts, so the wall-clock limit is never judged late.
         self._started_at = time.monotonic()
         self._sandbox = DockerSandbox(
             self.config.image_tag, limits=self.config.limits, network="none", labels=self._labels
         ).start()
-        self._driver = self._sandbox.open_stream(DRIVER)
+        self._driver = DriverChannel(self._sandbox.open_stream(DRIVER), "swe driver")
         patch = task.bug_patch if isinstance(task, PatchedTask) else None
         if patch:
             reply = self._request(
@@ -251,7 +243,9 @@ class SweEnvironment(Environment[SweConfig, Any]):
     def _lost_outcome(self, action: Action, error: SandboxError, started: float) -> StepOutcome:
         """The sandbox stopped answering during a step: record why, and end the episode."""
         self._unusable = True
+        skipped = 0
         if self._driver is not None:
+            skipped = self._driver.skipped
             self._driver.close()
             self._driver = None
         if self._wall_clock_reached():
@@ -278,7 +272,7 @@ class SweEnvironment(Environment[SweConfig, Any]):
             tool=action.name,
             sandbox_lost=True,
             state_stale=stale,
-            skipped_replies=self._skipped,
+            skipped_replies=skipped,
             output_limit_chars=self.config.output_limit_chars,
         )
         self._last = observation
@@ -311,7 +305,7 @@ class SweEnvironment(Environment[SweConfig, Any]):
             return None
         if result.exit_code != 0:
             return None
-        observation = _parse_reply(result.text.strip().rsplit("\n", 1)[-1])
+        observation = json_object(result.text.strip().rsplit("\n", 1)[-1])
         if observation is None or not isinstance(observation.get("git_status"), str):
             return None
         return observation
@@ -330,29 +324,10 @@ class SweEnvironment(Environment[SweConfig, Any]):
         """Send one request and return the driver's reply to it, skipping any other line."""
         if self._driver is None:
             raise SandboxError("the swe environment has no episode; call reset() first")
-        self._sequence += 1
-        request_id = f"{self._token}:{self._sequence}"
-        self._driver.send_line(json.dumps({**request, "id": request_id}))
-        limit_s = timeout_s + DRIVER_GRACE_S
-        deadline = time.monotonic() + limit_s
-        self._skipped = 0
-        while True:
-            remaining = deadline - time.monotonic()
-            try:
-                if remaining <= 0:
-                    raise TimeoutError
-                line = self._driver.read_line(remaining)
-            except TimeoutError:
-                raise SandboxDied(f"the swe driver did not answer within {limit_s:.0f}s") from None
-            reply = _parse_reply(line)
-            if reply is not None and reply.get("id") == request_id:
-                break
-            # Not our reply: whatever wrote it, it must not become this step's observation.
-            self._skipped += 1
-        del reply["id"]
+        reply = self._driver.request(request, timeout_s)
         if "driver_error" in reply and raise_driver_error:
             raise SandboxError(f"the swe driver failed: {reply['driver_error']}")
-        reply["skipped_replies"] = self._skipped
+        reply["skipped_replies"] = self._driver.skipped
         return reply
 
     def evaluate(self, task: Any | None) -> float | None:
@@ -450,20 +425,11 @@ def _tool_error(observation: RawObservation) -> str | None:
     return None
 
 
-def _parse_reply(line: str) -> dict[str, Any] | None:
-    """Return a JSON object line as a dict, or None for anything else."""
-    try:
-        value = json.loads(line)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def _last_json_line(text: str) -> dict[str, Any] | None:
     """The last line of ``text`` that is a JSON object, or None."""
     for line in reversed(text.splitlines()):
         if line.startswith("{"):
-            value = _parse_reply(line)
+            value = json_object(line)
             if value is not None:
                 return value
     return None

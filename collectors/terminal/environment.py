@@ -25,9 +25,7 @@ inside the sandbox can stop it): that is a ``SandboxError``, and the episode is 
 
 from __future__ import annotations
 
-import json
 import math
-import secrets
 import time
 from typing import Any
 
@@ -35,15 +33,14 @@ from pydantic import Field
 
 from worldtrace.collectors.base import Environment, EnvironmentConfig, StepOutcome
 from worldtrace.collectors.terminal.tasks.helpers import HOME, TerminalTask
-from worldtrace.sandboxes.docker import DockerSandbox, ExecStream, Limits, SandboxDied, SandboxError
+from worldtrace.sandboxes.channel import DriverChannel, json_object
+from worldtrace.sandboxes.docker import DockerSandbox, Limits, SandboxError
 from worldtrace.schemas import Action, EnvironmentRef
 from worldtrace.schemas.raw import RawObservation
 
 DRIVER = ["python3", "/opt/worldtrace/tmux_driver.py"]
 USER = "user"
 """The unprivileged account the agent's shell, task setup and checks run as."""
-# How long past the step timeout we wait for the driver before calling the sandbox lost.
-DRIVER_GRACE_S = 15.0
 # How long a last look into a sandbox whose driver stopped answering may take.
 LAST_LOOK_TIMEOUT_S = 10.0
 
@@ -84,11 +81,8 @@ class TerminalEnvironment(Environment[TerminalConfig, TerminalTask]):
         self.config = config or TerminalConfig()
         self._labels = {"worldtrace.domain": "terminal", **(labels or {})}
         self._sandbox: DockerSandbox | None = None
-        self._driver: ExecStream | None = None
+        self._driver: DriverChannel | None = None
         self._last: RawObservation | None = None
-        self._token = ""
-        self._sequence = 0
-        self._skipped = 0  # lines skipped while waiting for the latest reply
         self._unusable = False
         self._started_at = 0.0
 
@@ -102,8 +96,6 @@ class TerminalEnvironment(Environment[TerminalConfig, TerminalTask]):
     def reset(self, seed: int, task: TerminalTask | None) -> RawObservation:
         """Start a fresh container, run the task's setup, start the shell, return the screen."""
         self.close()
-        self._token = secrets.token_hex(16)
-        self._sequence = 0
         self._unusable = False
         # Taken before the container starts, so the wall-clock limit is never judged late.
         self._started_at = time.monotonic()
@@ -119,7 +111,7 @@ class TerminalEnvironment(Environment[TerminalConfig, TerminalTask]):
                     f"setup command {command!r} of task {task.name!r} exited "
                     f"{result.exit_code}: {result.stderr.decode(errors='replace').strip()[-500:]}"
                 )
-        self._driver = self._sandbox.open_stream(DRIVER)
+        self._driver = DriverChannel(self._sandbox.open_stream(DRIVER), "tmux driver")
         self._last = self._request(
             {
                 "op": "start",
@@ -190,7 +182,9 @@ class TerminalEnvironment(Environment[TerminalConfig, TerminalTask]):
     def _lost_outcome(self, error: SandboxError, started: float) -> StepOutcome:
         """The sandbox stopped answering during a step: record why, and end the episode."""
         self._unusable = True
+        skipped = 0
         if self._driver is not None:
+            skipped = self._driver.skipped
             self._driver.close()
             self._driver = None
         if self._wall_clock_reached():
@@ -214,7 +208,7 @@ class TerminalEnvironment(Environment[TerminalConfig, TerminalTask]):
                 "foreground": None,
                 "timings": {},
             }
-        observation.update(sandbox_lost=True, screen_stale=stale, skipped_replies=self._skipped)
+        observation.update(sandbox_lost=True, screen_stale=stale, skipped_replies=skipped)
         self._last = observation
         return StepOutcome(
             observation=observation,
@@ -247,7 +241,7 @@ class TerminalEnvironment(Environment[TerminalConfig, TerminalTask]):
             return None
         if result.exit_code != 0:
             return None
-        observation = _parse_reply(result.text.strip().rsplit("\n", 1)[-1])
+        observation = json_object(result.text.strip().rsplit("\n", 1)[-1])
         if observation is None or not isinstance(observation.get("screen"), str):
             return None
         return observation
@@ -256,29 +250,10 @@ class TerminalEnvironment(Environment[TerminalConfig, TerminalTask]):
         """Send one request and return the driver's reply to it, skipping any other line."""
         if self._driver is None:
             raise SandboxError("the terminal environment has no episode; call reset() first")
-        self._sequence += 1
-        request_id = f"{self._token}:{self._sequence}"
-        self._driver.send_line(json.dumps({**request, "id": request_id}))
-        limit_s = timeout_s + DRIVER_GRACE_S
-        deadline = time.monotonic() + limit_s
-        self._skipped = 0
-        while True:
-            remaining = deadline - time.monotonic()
-            try:
-                if remaining <= 0:
-                    raise TimeoutError
-                line = self._driver.read_line(remaining)
-            except TimeoutError:
-                raise SandboxDied(f"the tmux driver did not answer within {limit_s:.0f}s") from None
-            reply = _parse_reply(line)
-            if reply is not None and reply.get("id") == request_id:
-                break
-            # Not our reply: whatever wrote it, it must not become this step's observation.
-            self._skipped += 1
-        del reply["id"]
+        reply = self._driver.request(request, timeout_s)
         if "error" in reply:
             raise SandboxError(f"the tmux driver failed: {reply['error']}")
-        reply["skipped_replies"] = self._skipped
+        reply["skipped_replies"] = self._driver.skipped
         return reply
 
     def evaluate(self, task: TerminalTask | None) -> float | None:
@@ -324,15 +299,6 @@ def _step_request(action: Action, timeout_s: float, quiet_s: float) -> dict[str,
         seconds = min(float(action.arguments["seconds"]), timeout_s)
         return {"op": "step", "keys": [], "min_wait": seconds, "timeout": seconds, "quiet": quiet_s}
     return {"op": "step", "keys": action.arguments["keys"], "timeout": timeout_s, "quiet": quiet_s}
-
-
-def _parse_reply(line: str) -> dict[str, Any] | None:
-    """Return a JSON object line as a dict, or None for anything else."""
-    try:
-        value = json.loads(line)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _invalid_action(action: Action) -> str | None:

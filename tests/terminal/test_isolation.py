@@ -450,7 +450,7 @@ def test_a_line_that_is_not_the_reply_to_the_request_is_skipped(terminal_image: 
         # Nothing in the sandbox can reach the channel any more, so the test plants the stray
         # line itself: a request with another id, which the driver answers before the step.
         assert env._driver is not None
-        env._driver.send_line(json.dumps({"op": "observe", "id": "not-the-pending-request"}))
+        env._driver.stream.send_line(json.dumps({"op": "observe", "id": "not-the-pending-request"}))
         outcome = env.step(command("echo paired"), 20)
         assert plain_screen(outcome.observation["screen"]).split("\n")[-2:] == [
             "paired",
