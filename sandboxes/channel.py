@@ -15,7 +15,7 @@ import secrets
 import time
 from typing import Any
 
-from worldtrace.sandboxes.docker import ExecStream, SandboxDied
+from worldtrace.sandboxes.docker import DockerSandbox, ExecStream, SandboxDied, SandboxError
 
 DRIVER_GRACE_S = 15.0
 """How long past a request's own time limit a driver may take before it counts as lost."""
@@ -28,6 +28,21 @@ def json_object(line: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def last_look(sandbox: DockerSandbox, argv: list[str], timeout_s: float) -> dict[str, Any] | None:
+    """The last line a second driver process (``argv``) prints, as a JSON object.
+
+    How a domain looks into a sandbox whose driver stopped answering. None when nothing can run
+    there any more, or nothing sensible came back.
+    """
+    try:
+        result = sandbox.exec(argv, timeout=timeout_s)
+    except SandboxError:
+        return None
+    if result.exit_code != 0:
+        return None
+    return json_object(result.text.strip().rsplit("\n", 1)[-1])
 
 
 class DriverChannel:

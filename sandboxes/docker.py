@@ -328,6 +328,9 @@ class DockerSandbox:
                 for index, path in enumerate(writable_paths(image))
             ]
         memory = f"{self.limits.memory_mb}m"
+        # Taken before the container's clock (its main process) starts, so the wall-clock
+        # limit is never judged late.
+        self._started_at = time.monotonic()
         try:
             self._container = self.client.containers.run(
                 image.id,
@@ -358,7 +361,6 @@ class DockerSandbox:
         except BaseException:
             self._release_disk()
             raise
-        self._started_at = time.monotonic()
         with _live_lock:
             _live.add(self)
         return self
@@ -389,6 +391,15 @@ class DockerSandbox:
         """Whether the sandbox lived past its wall-clock limit (and so stopped itself)."""
         started = self._started_at
         return started is not None and time.monotonic() - started >= self.limits.wall_clock_s
+
+    def lost_reason(self, error: Exception) -> str:
+        """Why the sandbox stopped answering during an action, as that step's error says it."""
+        if self.wall_clock_expired:
+            return (
+                f"the sandbox reached its wall-clock limit of {self.limits.wall_clock_s:g} s "
+                "and was stopped"
+            )
+        return f"the sandbox stopped answering after this action: {error}"
 
     def is_running(self) -> bool:
         """Return True while the container is running."""

@@ -43,7 +43,7 @@ from pydantic import Field
 from worldtrace.collectors.base import Environment, EnvironmentConfig, StepOutcome
 from worldtrace.collectors.swe.render import OUTPUT_LIMIT_CHARS
 from worldtrace.collectors.swe.tools import check_tool_call, validated_arguments
-from worldtrace.sandboxes.channel import DriverChannel, json_object
+from worldtrace.sandboxes.channel import DriverChannel, json_object, last_look
 from worldtrace.sandboxes.docker import DockerSandbox, Limits, SandboxError
 from worldtrace.schemas import Action, EnvironmentRef
 from worldtrace.schemas.raw import RawObservation
@@ -152,7 +152,6 @@ class SweEnvironment(Environment[SweConfig, Any]):
         self._driver: DriverChannel | None = None
         self._last: RawObservation | None = None
         self._unusable = False
-        self._started_at = 0.0
 
     @property
     def sandbox(self) -> DockerSandbox:
@@ -165,8 +164,6 @@ class SweEnvironment(Environment[SweConfig, Any]):
         """Start a fresh container, apply the task's bug, return the orientation observation."""
         self.close()
         self._unusable = False
-        # Taken before the container starts, so the wall-clock limit is never judged late.
-        self._started_at = time.monotonic()
         self._sandbox = DockerSandbox(
             self.config.image_tag, limits=self.config.limits, network="none", labels=self._labels
         ).start()
@@ -248,13 +245,7 @@ class SweEnvironment(Environment[SweConfig, Any]):
             skipped = self._driver.skipped
             self._driver.close()
             self._driver = None
-        if self._wall_clock_reached():
-            reason = (
-                f"the sandbox reached its wall-clock limit of "
-                f"{self.sandbox.limits.wall_clock_s:g} s and was stopped"
-            )
-        else:
-            reason = f"the sandbox stopped answering after this action: {error}"
+        reason = self.sandbox.lost_reason(error)
         observation = self._last_look()
         stale = observation is None
         if observation is None:
@@ -287,25 +278,13 @@ class SweEnvironment(Environment[SweConfig, Any]):
         return self._sandbox is not None and self._sandbox.still_running()
 
     def _wall_clock_reached(self) -> bool:
-        sandbox = self._sandbox
-        if sandbox is None:
-            return False
-        # Our clock started before the container's, so it never says "not yet" too late.
-        own = time.monotonic() - self._started_at >= sandbox.limits.wall_clock_s
-        return sandbox.wall_clock_expired or own
+        return self._sandbox is not None and self._sandbox.wall_clock_expired
 
     def _last_look(self) -> RawObservation | None:
         """Return a fresh observation from a second driver process, or None if none answers."""
-        sandbox = self._sandbox
-        if sandbox is None:
+        if self._sandbox is None:
             return None
-        try:
-            result = sandbox.exec([*DRIVER, "--observe"], timeout=LAST_LOOK_TIMEOUT_S)
-        except SandboxError:
-            return None
-        if result.exit_code != 0:
-            return None
-        observation = json_object(result.text.strip().rsplit("\n", 1)[-1])
+        observation = last_look(self._sandbox, [*DRIVER, "--observe"], LAST_LOOK_TIMEOUT_S)
         if observation is None or not isinstance(observation.get("git_status"), str):
             return None
         return observation
