@@ -34,6 +34,7 @@ git command and no file time shows where it is. A task with ``failing_tests`` an
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -335,7 +336,7 @@ class SweEnvironment(Environment[SweConfig, Any]):
                 ["python3", RUN_TESTS, "--json", *tests],
                 timeout=self.config.evaluate_timeout_s,
                 workdir=REPO_PATH,
-                env=USER_ENV,
+                env={**USER_ENV, **fresh_byte_code()},
                 user=USER,
             )
         except SandboxError:
@@ -382,6 +383,20 @@ class SweEnvironment(Environment[SweConfig, Any]):
         if self._sandbox is not None:
             self._sandbox.close()
             self._sandbox = None
+
+
+def fresh_byte_code() -> dict[str, str]:
+    """Environment variables that make a Python run compile every module from its source.
+
+    Python would reuse byte code the episode left whose source had the same size and
+    modification second (a same-size fix whose file time was put back) and score a fixed bug
+    as still there. The cache folder is a new random one, so nothing the agent planted in
+    ``/tmp`` can stand in for it.
+    """
+    return {
+        "PYTHONPYCACHEPREFIX": f"/tmp/worldtrace-evaluation-{secrets.token_hex(8)}",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
 
 
 def _tool_request(action: Action, timeout_s: float) -> dict[str, Any]:

@@ -634,3 +634,30 @@ def test_tools_keep_answering_after_the_agent_removes_the_repository(swe_image: 
         assert not listing.truncated
     finally:
         environment.close()
+
+
+def test_the_evaluation_runs_the_sources_not_stale_byte_code(swe_image: str) -> None:
+    # Python reuses a module's byte code when the source has the same size and modification
+    # second. A fix of the same size whose file time ends up where the bug's was (an editor, a
+    # checkout, a patch that keeps times) would otherwise be scored as still broken.
+    from worldtrace.collectors.swe.policies import patch_hunks
+    from worldtrace.collectors.swe.tasks import load_tasks
+
+    task = next(t for t in load_tasks("toolz") if t.name == "toolz-41c7402991")
+    (hunk,) = patch_hunks(task.gold_patch)
+    assert len(hunk.old_text) == len(hunk.new_text)
+    env = SweEnvironment(SweConfig(repo="toolz", image=swe_image))
+    try:
+        env.reset(seed=0, task=task)
+        selector = " ".join(task.failing_tests)
+        assert run(env, "run_tests", 120, selector=selector).observation["exit_code"] != 0
+        path = f"/home/user/repo/{task.file}"
+        stamp = as_root(env, f"stat -c %Y {path}").strip()
+        fixed = run(env, "str_replace", path=task.file, old=hunk.old_text, new=hunk.new_text)
+        assert fixed.error is None
+        as_root(env, f"touch -d @{stamp} {path}")
+        # The trap is real: a plain test run still sees the bug through the byte code.
+        assert run(env, "run_tests", 120, selector=selector).observation["exit_code"] != 0
+        assert env.evaluate(task) == 1.0
+    finally:
+        env.close()
