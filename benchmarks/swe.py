@@ -190,21 +190,21 @@ def measure_throughput(repo: str, episodes_per_worker: int, steps: int, work_dir
 
 def measure_synthesis(repo: str, count: int, seed: int) -> dict[str, Any]:
     """Validated tasks per minute of the bug synthesis, and how many candidates it kept."""
-    from worldtrace.collectors.swe.synthesis import synthesize
+    from worldtrace.collectors.swe.synthesis import SynthesisStats, synthesize
 
+    last: list[SynthesisStats] = []
     started = time.perf_counter()
-    result = synthesize(repo, count=count, seed=seed)
+    tasks = synthesize(repo, count=count, seed=seed, progress=lambda stats: last.append(stats))
     took = time.perf_counter() - started
-    tasks = getattr(result, "tasks", result)
-    stats = getattr(result, "stats", None)
-    row: dict[str, Any] = {
+    stats = last[-1]
+    return {
         "validated": len(tasks),
+        "tried": stats.tried,
+        "acceptance": round(stats.acceptance_rate, 3),
         "seconds": round(took, 1),
         "tasks_per_minute": round(len(tasks) / took * 60, 2),
+        "summary": stats.summary(),
     }
-    if stats is not None:
-        row["stats"] = stats if isinstance(stats, dict) else vars(stats)
-    return row
 
 
 def print_report(report: dict[str, Any]) -> None:
@@ -236,7 +236,8 @@ def print_report(report: dict[str, Any]) -> None:
     if synthesis:
         console.print(
             f"synthesis: {synthesis['validated']} validated tasks in {synthesis['seconds']} s = "
-            f"{synthesis['tasks_per_minute']} tasks/minute; {synthesis.get('stats', '')}"
+            f"{synthesis['tasks_per_minute']} tasks/minute ({synthesis['validated']} of "
+            f"{synthesis['tried']} candidates kept)"
         )
 
 
