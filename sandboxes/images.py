@@ -57,6 +57,8 @@ _IGNORED_SUFFIXES = {".pyc", ".pyo", ".swp"}
 # A build step can be silent for a long time (apt-get, pip); the client's default timeout of
 # 120 s would abort such a build in the middle.
 _BUILD_TIMEOUT_S = 3600
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+_STEP = re.compile(r"^Step \d+/\d+ : ")
 
 Progress = Callable[[str], None]
 Status = Literal["missing", "stale", "current"]
@@ -404,6 +406,10 @@ def _build(
 ) -> str:
     """Build ``definition`` labelled with its ``digest``; return the new image id."""
     tail: deque[str] = deque(maxlen=30)
+    # What the failing step wrote to stderr: the engine may deliver it before the step's
+    # stdout, so the last lines of the log alone can miss the reason a build script gave.
+    step_errors: deque[str] = deque(maxlen=20)
+    in_stderr = False
     image_id = None
     # The low-level API streams the log as the build runs; images.build() only returns it
     # at the end, which would leave a long apt-get step silent.
@@ -422,17 +428,29 @@ def _build(
         for chunk in stream:
             if "error" in chunk or "errorDetail" in chunk:
                 message = chunk.get("error") or chunk["errorDetail"].get("message", "")
-                log = "\n".join(tail)
+                said = "".join(f"{line}\n" for line in step_errors)
                 raise SandboxError(
                     f"building {definition.tag} failed: {message.strip()}\n"
-                    f"last build output:\n{log}"
+                    + (f"the step's error output:\n{said}" if said else "")
+                    + "last build output:\n"
+                    + "\n".join(tail)
                 )
             if "stream" in chunk:
-                for line in chunk["stream"].splitlines():
-                    if line.strip():
-                        tail.append(line)
-                        if progress:
-                            progress(line)
+                for raw in chunk["stream"].splitlines():
+                    # The engine colours a step's stderr (ESC[91m ... ESC[0m).
+                    line = _COLOUR.sub("", raw)
+                    in_stderr = in_stderr or "\x1b[91m" in raw
+                    if line.strip() and _STEP.match(line):
+                        step_errors.clear()
+                    elif line.strip() and in_stderr:
+                        step_errors.append(line)
+                    if "\x1b[0m" in raw:
+                        in_stderr = False
+                    if not line.strip():
+                        continue
+                    tail.append(line)
+                    if progress:
+                        progress(line)
             if "aux" in chunk and "ID" in chunk["aux"]:
                 image_id = chunk["aux"]["ID"]
     except docker.errors.APIError as error:
