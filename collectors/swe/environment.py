@@ -41,11 +41,12 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import Field
 
-from worldtrace.collectors.base import Environment, EnvironmentConfig, StepOutcome
+from worldtrace.collectors.base import EnvironmentConfig, StepOutcome
+from worldtrace.collectors.driven import DriverEnvironment
 from worldtrace.collectors.swe.render import OUTPUT_LIMIT_CHARS
 from worldtrace.collectors.swe.tools import check_tool_call, validated_arguments
-from worldtrace.sandboxes.channel import DriverChannel, json_object, last_look
-from worldtrace.sandboxes.docker import DockerSandbox, Limits, SandboxError
+from worldtrace.sandboxes.channel import json_object
+from worldtrace.sandboxes.docker import Limits, SandboxError
 from worldtrace.schemas import Action, EnvironmentRef
 from worldtrace.schemas.raw import RawObservation
 
@@ -60,8 +61,6 @@ USER_ENV = {"HOME": "/home/user", "USER": USER, "LOGNAME": USER}
 """Added to the image's environment for the evaluation's test run (as the driver does)."""
 # The driver reads the working tree's state after each tool with two git runs of up to 10 s.
 GIT_ALLOWANCE_S = 20.0
-# How long a last look into a sandbox whose driver stopped answering may take.
-LAST_LOOK_TIMEOUT_S = 10.0
 OBSERVE_TIMEOUT_S = 10.0
 RESTORE_TESTS = """
 # The test files named, every committed conftest.py and pytest configuration file, as committed
@@ -143,32 +142,20 @@ class TaskSetupError(RuntimeError):
     """A task's patch did not apply: the task is broken, retrying will not help."""
 
 
-class SweEnvironment(Environment[SweConfig, Any]):
+class SweEnvironment(DriverEnvironment[SweConfig, Any]):
     """A repository in a fresh container per episode, worked on through tool calls."""
 
-    def __init__(self, config: SweConfig | None = None, labels: dict[str, str] | None = None):
-        self.config = config or SweConfig()
-        self._labels = {"worldtrace.domain": "swe", **(labels or {})}
-        self._sandbox: DockerSandbox | None = None
-        self._driver: DriverChannel | None = None
-        self._last: RawObservation | None = None
-        self._unusable = False
+    domain = "swe"
+    driver = DRIVER
+    state_field = "git_status"
 
-    @property
-    def sandbox(self) -> DockerSandbox:
-        """The sandbox of the current episode."""
-        if self._sandbox is None:
-            raise SandboxError("the swe environment has no episode; call reset() first")
-        return self._sandbox
+    def __init__(self, config: SweConfig | None = None, labels: dict[str, str] | None = None):
+        super().__init__(config or SweConfig(), labels)
 
     def reset(self, seed: int, task: Any | None) -> RawObservation:
         """Start a fresh container, apply the task's bug, return the orientation observation."""
-        self.close()
-        self._unusable = False
-        self._sandbox = DockerSandbox(
-            self.config.image_tag, limits=self.config.limits, network="none", labels=self._labels
-        ).start()
-        self._driver = DriverChannel(self._sandbox.open_stream(DRIVER), "swe driver")
+        self._start_sandbox(self.config.image_tag, self.config.limits)
+        self._open_driver()
         patch = task.bug_patch if isinstance(task, PatchedTask) else None
         if patch:
             reply = self._request(
@@ -204,48 +191,20 @@ class SweEnvironment(Environment[SweConfig, Any]):
                 request = _tool_request(action, timeout_s)
                 observation = self._request(request, timeout_s=request["timeout"] + GIT_ALLOWANCE_S)
         except SandboxError as error:
-            if not self._wall_clock_reached() and not self._container_running():
-                # Removed or killed from outside (the agent can stop it only by running out
-                # its clock): no action caused this, so the episode is tried again.
+            if self._removed_from_outside():
+                # No action caused this, so the episode is tried again.
                 raise
             return self._lost_outcome(action, error, started)
         observation["output_limit_chars"] = self.config.output_limit_chars
-        refused = observation.get("forks_refused") or 0
-        if refused:
-            # The tool may still have answered, but a sandbox out of processes cannot be
-            # trusted to run the next step (or the evaluation): the episode ends here.
-            self._unusable = True
-            error = (
-                f"the sandbox reached its process limit ({self.config.limits.pids}): "
-                f"{refused} new processes were refused"
-            )
-            return self._outcome(observation, started, error=error, truncated=True)
+        limited = self._process_limit_outcome(observation, started, self.config.limits)
+        if limited is not None:
+            return limited
         error = problem if problem is not None else _tool_error(observation)
         return self._outcome(observation, started, error=error)
 
-    def _outcome(
-        self,
-        observation: RawObservation,
-        started: float,
-        error: str | None,
-        truncated: bool = False,
-    ) -> StepOutcome:
-        self._last = observation
-        return StepOutcome(
-            observation=observation,
-            latency_s=time.monotonic() - started,
-            truncated=truncated,
-            error=error,
-        )
-
     def _lost_outcome(self, action: Action, error: SandboxError, started: float) -> StepOutcome:
         """The sandbox stopped answering during a step: record why, and end the episode."""
-        self._unusable = True
-        skipped = 0
-        if self._driver is not None:
-            skipped = self._driver.skipped
-            self._driver.close()
-            self._driver = None
+        skipped = self._abandon_driver()
         reason = self.sandbox.lost_reason(error)
         observation = self._last_look()
         stale = observation is None
@@ -274,21 +233,6 @@ class SweEnvironment(Environment[SweConfig, Any]):
             truncated=True,
             error=reason,
         )
-
-    def _container_running(self) -> bool:
-        return self._sandbox is not None and self._sandbox.still_running()
-
-    def _wall_clock_reached(self) -> bool:
-        return self._sandbox is not None and self._sandbox.wall_clock_expired
-
-    def _last_look(self) -> RawObservation | None:
-        """Return a fresh observation from a second driver process, or None if none answers."""
-        if self._sandbox is None:
-            return None
-        observation = last_look(self._sandbox, [*DRIVER, "--observe"], LAST_LOOK_TIMEOUT_S)
-        if observation is None or not isinstance(observation.get("git_status"), str):
-            return None
-        return observation
 
     def _observe(self, orientation: bool) -> RawObservation:
         """Look at the working tree without running a tool (with the orientation text, or not)."""
@@ -374,15 +318,6 @@ class SweEnvironment(Environment[SweConfig, Any]):
             components=components,
             config_hash=self.config.config_hash(),
         )
-
-    def close(self) -> None:
-        """Stop the driver and remove the container."""
-        if self._driver is not None:
-            self._driver.close()
-            self._driver = None
-        if self._sandbox is not None:
-            self._sandbox.close()
-            self._sandbox = None
 
 
 def fresh_byte_code() -> dict[str, str]:

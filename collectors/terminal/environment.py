@@ -31,18 +31,16 @@ from typing import Any
 
 from pydantic import Field
 
-from worldtrace.collectors.base import Environment, EnvironmentConfig, StepOutcome
+from worldtrace.collectors.base import EnvironmentConfig, StepOutcome
+from worldtrace.collectors.driven import DriverEnvironment
 from worldtrace.collectors.terminal.tasks.helpers import HOME, TerminalTask
-from worldtrace.sandboxes.channel import DriverChannel, last_look
-from worldtrace.sandboxes.docker import DockerSandbox, Limits, SandboxError
+from worldtrace.sandboxes.docker import Limits, SandboxError
 from worldtrace.schemas import Action, EnvironmentRef
 from worldtrace.schemas.raw import RawObservation
 
 DRIVER = ["python3", "/opt/worldtrace/tmux_driver.py"]
 USER = "user"
 """The unprivileged account the agent's shell, task setup and checks run as."""
-# How long a last look into a sandbox whose driver stopped answering may take.
-LAST_LOOK_TIMEOUT_S = 10.0
 
 VERSION_PROBE = [
     "bash",
@@ -74,33 +72,21 @@ class TaskSetupError(RuntimeError):
     """A task's setup command failed: the task is broken, retrying will not help."""
 
 
-class TerminalEnvironment(Environment[TerminalConfig, TerminalTask]):
+class TerminalEnvironment(DriverEnvironment[TerminalConfig, TerminalTask]):
     """A bash shell in a fresh container per episode, seen as a 160x40 tmux screen."""
 
-    def __init__(self, config: TerminalConfig | None = None, labels: dict[str, str] | None = None):
-        self.config = config or TerminalConfig()
-        self._labels = {"worldtrace.domain": "terminal", **(labels or {})}
-        self._sandbox: DockerSandbox | None = None
-        self._driver: DriverChannel | None = None
-        self._last: RawObservation | None = None
-        self._unusable = False
+    domain = "terminal"
+    driver = DRIVER
+    state_field = "screen"
 
-    @property
-    def sandbox(self) -> DockerSandbox:
-        """The sandbox of the current episode."""
-        if self._sandbox is None:
-            raise SandboxError("the terminal environment has no episode; call reset() first")
-        return self._sandbox
+    def __init__(self, config: TerminalConfig | None = None, labels: dict[str, str] | None = None):
+        super().__init__(config or TerminalConfig(), labels)
 
     def reset(self, seed: int, task: TerminalTask | None) -> RawObservation:
         """Start a fresh container, run the task's setup, start the shell, return the screen."""
-        self.close()
-        self._unusable = False
-        self._sandbox = DockerSandbox(
-            self.config.image, limits=self.config.limits, network="none", labels=self._labels
-        ).start()
+        sandbox = self._start_sandbox(self.config.image, self.config.limits)
         for command in task.setup if task else ():
-            result = self._sandbox.exec(
+            result = sandbox.exec(
                 command, timeout=self.config.setup_timeout_s, workdir=HOME, user=USER
             )
             if result.exit_code != 0:
@@ -108,7 +94,7 @@ class TerminalEnvironment(Environment[TerminalConfig, TerminalTask]):
                     f"setup command {command!r} of task {task.name!r} exited "
                     f"{result.exit_code}: {result.stderr.decode(errors='replace').strip()[-500:]}"
                 )
-        self._driver = DriverChannel(self._sandbox.open_stream(DRIVER), "tmux driver")
+        self._open_driver()
         self._last = self._request(
             {
                 "op": "start",
@@ -142,48 +128,20 @@ class TerminalEnvironment(Environment[TerminalConfig, TerminalTask]):
                     _step_request(action, timeout_s, self.config.quiet_s), timeout_s=timeout_s
                 )
         except SandboxError as error:
-            if not self._wall_clock_reached() and not self._container_running():
-                # Removed or killed from outside (the agent can stop it only by running out
-                # its clock): no action caused this, so the episode is tried again.
+            if self._removed_from_outside():
+                # No action caused this, so the episode is tried again.
                 raise
             return self._lost_outcome(error, started)
-        refused = observation.get("forks_refused") or 0
-        if refused:
-            # The shell may still answer, but a sandbox out of processes cannot be trusted to
-            # run the next step (or the check): the episode ends here, as if it were lost.
-            self._unusable = True
-            error = (
-                f"the sandbox reached its process limit ({self.config.limits.pids}): "
-                f"{refused} new processes were refused"
-            )
-            return self._outcome(observation, started, error=error, truncated=True)
+        limited = self._process_limit_outcome(observation, started, self.config.limits)
+        if limited is not None:
+            return limited
         error = problem if problem is not None else _action_error(action, observation)
-        return self._outcome(observation, started, error=error)
-
-    def _outcome(
-        self,
-        observation: RawObservation,
-        started: float,
-        error: str | None,
-        truncated: bool = False,
-    ) -> StepOutcome:
-        self._last = observation
-        return StepOutcome(
-            observation=observation,
-            latency_s=time.monotonic() - started,
-            terminated=bool(observation.get("exited")) and not truncated,
-            truncated=truncated,
-            error=error,
-        )
+        exited = bool(observation.get("exited"))
+        return self._outcome(observation, started, error=error, terminated=exited)
 
     def _lost_outcome(self, error: SandboxError, started: float) -> StepOutcome:
         """The sandbox stopped answering during a step: record why, and end the episode."""
-        self._unusable = True
-        skipped = 0
-        if self._driver is not None:
-            skipped = self._driver.skipped
-            self._driver.close()
-            self._driver = None
+        skipped = self._abandon_driver()
         reason = self.sandbox.lost_reason(error)
         observation = self._last_look()
         stale = observation is None
@@ -207,23 +165,6 @@ class TerminalEnvironment(Environment[TerminalConfig, TerminalTask]):
             truncated=True,
             error=reason,
         )
-
-    def _container_running(self) -> bool:
-        # Asked again for a moment: a container removed from outside still says "running"
-        # for a few milliseconds after its processes died, which would pass for the action's.
-        return self._sandbox is not None and self._sandbox.still_running()
-
-    def _wall_clock_reached(self) -> bool:
-        return self._sandbox is not None and self._sandbox.wall_clock_expired
-
-    def _last_look(self) -> RawObservation | None:
-        """Return a fresh observation from a second driver process, or None if none answers."""
-        if self._sandbox is None:
-            return None
-        observation = last_look(self._sandbox, [*DRIVER, "--observe"], LAST_LOOK_TIMEOUT_S)
-        if observation is None or not isinstance(observation.get("screen"), str):
-            return None
-        return observation
 
     def _request(self, request: dict[str, Any], timeout_s: float) -> RawObservation:
         """Send one request and return the driver's reply to it, skipping any other line."""
@@ -261,15 +202,6 @@ class TerminalEnvironment(Environment[TerminalConfig, TerminalTask]):
             components={"image": self.config.image, **self.sandbox.image_versions(VERSION_PROBE)},
             config_hash=self.config.config_hash(),
         )
-
-    def close(self) -> None:
-        """Stop the driver and remove the container."""
-        if self._driver is not None:
-            self._driver.close()
-            self._driver = None
-        if self._sandbox is not None:
-            self._sandbox.close()
-            self._sandbox = None
 
 
 def _step_request(action: Action, timeout_s: float, quiet_s: float) -> dict[str, Any]:

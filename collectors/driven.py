@@ -1,0 +1,138 @@
+"""The base of environments run by a driver inside their sandbox (terminal, swe).
+
+Both keep one container per episode and speak to a driver process in it over one exec stream
+(:class:`~worldtrace.sandboxes.channel.DriverChannel`). They share what decides the fate of a
+step whose sandbox stopped answering: a sandbox gone before its wall clock ran out was removed
+from outside (retried); otherwise the action caused it, and the step is recorded with the best
+state a second driver process can still see. They share the process-limit rule too: a step
+during which the container refused new processes ends the episode.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import ClassVar
+
+from worldtrace.collectors.base import ConfigT, Environment, StepOutcome, TaskT
+from worldtrace.sandboxes.channel import DriverChannel, last_look
+from worldtrace.sandboxes.docker import DockerSandbox, Limits, SandboxError
+from worldtrace.schemas.raw import RawObservation
+
+LAST_LOOK_TIMEOUT_S = 10.0
+"""How long a last look into a sandbox whose driver stopped answering may take."""
+
+
+class DriverEnvironment(Environment[ConfigT, TaskT]):
+    """A fresh container per episode with a driver in it, spoken to over one channel."""
+
+    domain: ClassVar[str]
+    driver: ClassVar[Sequence[str]]
+    """The driver's command line; with ``--observe`` it prints one observation and exits."""
+    state_field: ClassVar[str]
+    """A field every real observation of the domain has (how a last look is told apart)."""
+
+    def __init__(self, config: ConfigT, labels: dict[str, str] | None = None) -> None:
+        self.config = config
+        self._labels = {"worldtrace.domain": self.domain, **(labels or {})}
+        self._sandbox: DockerSandbox | None = None
+        self._driver: DriverChannel | None = None
+        self._last: RawObservation | None = None
+        self._unusable = False
+
+    @property
+    def sandbox(self) -> DockerSandbox:
+        """The sandbox of the current episode."""
+        if self._sandbox is None:
+            raise SandboxError(f"the {self.domain} environment has no episode; call reset() first")
+        return self._sandbox
+
+    def _start_sandbox(self, image: str, limits: Limits) -> DockerSandbox:
+        """End the last episode and start this one's container (no network)."""
+        self.close()
+        self._unusable = False
+        self._sandbox = DockerSandbox(
+            image, limits=limits, network="none", labels=self._labels
+        ).start()
+        return self._sandbox
+
+    def _open_driver(self) -> DriverChannel:
+        """Start the driver in the episode's sandbox."""
+        self._driver = DriverChannel(
+            self.sandbox.open_stream(list(self.driver)), f"{self.domain} driver"
+        )
+        return self._driver
+
+    def _removed_from_outside(self) -> bool:
+        """Whether the sandbox went away before its clock ran out (no action can do that).
+
+        Asked again for a moment: a container removed from outside still says "running" for
+        a few milliseconds after its processes died, which would pass for the action's doing.
+        """
+        sandbox = self._sandbox
+        if sandbox is None or sandbox.wall_clock_expired:
+            return False
+        return not sandbox.still_running()
+
+    def _abandon_driver(self) -> int:
+        """The episode cannot go on: close the driver; return the lines it had skipped."""
+        self._unusable = True
+        skipped = 0
+        if self._driver is not None:
+            skipped = self._driver.skipped
+            self._driver.close()
+            self._driver = None
+        return skipped
+
+    def _last_look(self) -> RawObservation | None:
+        """Return a fresh observation from a second driver process, or None if none answers."""
+        if self._sandbox is None:
+            return None
+        observation = last_look(self._sandbox, [*self.driver, "--observe"], LAST_LOOK_TIMEOUT_S)
+        if observation is None or not isinstance(observation.get(self.state_field), str):
+            return None
+        return observation
+
+    def _process_limit_outcome(
+        self, observation: RawObservation, started: float, limits: Limits
+    ) -> StepOutcome | None:
+        """End the episode if the container refused new processes during the step.
+
+        The driver may still answer, but a sandbox out of processes cannot be trusted to run
+        the next step (or the check).
+        """
+        refused = observation.get("forks_refused") or 0
+        if not refused:
+            return None
+        self._unusable = True
+        error = (
+            f"the sandbox reached its process limit ({limits.pids}): "
+            f"{refused} new processes were refused"
+        )
+        return self._outcome(observation, started, error=error, truncated=True)
+
+    def _outcome(
+        self,
+        observation: RawObservation,
+        started: float,
+        error: str | None,
+        truncated: bool = False,
+        terminated: bool = False,
+    ) -> StepOutcome:
+        self._last = observation
+        return StepOutcome(
+            observation=observation,
+            latency_s=time.monotonic() - started,
+            terminated=terminated,
+            truncated=truncated,
+            error=error,
+        )
+
+    def close(self) -> None:
+        """Stop the driver and remove the container."""
+        if self._driver is not None:
+            self._driver.close()
+            self._driver = None
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
