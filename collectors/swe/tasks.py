@@ -21,6 +21,7 @@ fix. The cap keeps an evaluation to a few seconds.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
@@ -132,7 +133,20 @@ def task_file(repo: str, folder: Path | None = None) -> Path:
 
 
 def read_task_file(path: Path) -> list[SweTask]:
-    """Return the tasks in one task file; a malformed file is a :class:`TaskFileError`."""
+    """Return the tasks in one task file; a malformed file is a :class:`TaskFileError`.
+
+    A file is parsed once while it stays the same (its size and modification time): every
+    scripted episode's plan asks for its repository's tasks.
+    """
+    try:
+        stat = path.stat()
+    except OSError as error:
+        raise TaskFileError(f"cannot read the task file {path}: {error}") from None
+    return list(_parsed_task_file(path, stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed_task_file(path: Path, mtime_ns: int, size: int) -> tuple[SweTask, ...]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as error:
@@ -148,7 +162,7 @@ def read_task_file(path: Path) -> list[SweTask]:
         raise TaskFileError(
             f"the task file {path} holds tasks of {parsed.repo!r}, not {path.stem!r}"
         )
-    return [SweTask(**record.model_dump()) for record in parsed.tasks]
+    return tuple(SweTask(**record.model_dump()) for record in parsed.tasks)
 
 
 def load_tasks(repo: str | None = None, folder: Path | None = None) -> list[SweTask]:
