@@ -362,14 +362,19 @@ def _numbered(lines, first):
     return "".join(f"{number:6}\t{line}\n" for number, line in enumerate(lines, first))
 
 
+def _read_regular(path):
+    """The bytes of the regular file at ``path`` (OSError for anything else)."""
+    fd, size = _open_regular(path, os.O_RDONLY)
+    try:
+        return _read_all(fd, size)
+    finally:
+        os.close(fd)
+
+
 def read_file(path, start_line, end_line):
     """The file's lines start_line..end_line, numbered like ``cat -n``."""
     try:
-        fd, size = _open_regular(path, os.O_RDONLY)
-        try:
-            data = _read_all(fd, size)
-        finally:
-            os.close(fd)
+        data = _read_regular(path)
     except IsADirectoryError:
         return {"output": "", "error": f"{path}: Is a directory (use list_dir)"}
     except OSError as error:
@@ -411,11 +416,7 @@ def write_file(path, content):
 def str_replace(path, old, new):
     """Replace the one occurrence of ``old``; an error, file untouched, for none or several."""
     try:
-        fd, size = _open_regular(path, os.O_RDONLY)
-        try:
-            data = _read_all(fd, size)
-        finally:
-            os.close(fd)
+        data = _read_regular(path)
     except OSError as error:
         return {"output": "", "error": _problem(path, error)}
     try:
