@@ -47,12 +47,12 @@ class DriverEnvironment(Environment[ConfigT, TaskT]):
             raise SandboxError(f"the {self.domain} environment has no episode; call reset() first")
         return self._sandbox
 
-    def _start_sandbox(self, image: str, limits: Limits) -> DockerSandbox:
-        """End the last episode and start this one's container (no network)."""
+    def _start_sandbox(self, image: str, limits: Limits, network: str = "none") -> DockerSandbox:
+        """End the last episode and start this one's container (no network by default)."""
         self.close()
         self._unusable = False
         self._sandbox = DockerSandbox(
-            image, limits=limits, network="none", labels=self._labels
+            image, limits=limits, network=network, labels=self._labels
         ).start()
         return self._sandbox
 

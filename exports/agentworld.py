@@ -7,6 +7,11 @@ picks its judge prompt and output parser, ``prompt`` and ``response`` are lists 
 ``turn_idx`` and ``total_turns`` integers. Two keys of ours are added: ``transition_id`` (the
 row's transition) and ``instruction`` (the task the policy pursued, or null).
 
+Tool-calling episodes (observations in the ``tool-result`` format: swe, mcp) take
+AgentWorldBench's MCP shape: the action of each turn is the JSON tool call in a fenced
+```` ```json ```` block, and when the episode lists its tools (an MCP server's ``tools/list``,
+kept in the first observation's meta) ``system_str`` holds their definitions.
+
 A row is a training example for the turn of its transition: ``prompt`` lists the action
 prompts of the episode's turns up to and including this one, ``response`` the observations
 those actions led to, and the last response is the target. The AgentWorldBench evaluator
@@ -35,9 +40,10 @@ def _turn_prompt(episode: list[Step], index: int, first_shown: int) -> str:
     step = episode[index]
     previous = episode[index - 1] if index > 0 else None
     show_state = index == first_shown or not continues(previous, step)
+    action = f"```json\n{step.action}\n```" if step.is_tool_call else step.action
     return render_action_prompt(
         index + 1,
-        step.action,
+        action,
         task=step.task if index == first_shown or index == 0 else None,
         observation=step.observation if show_state else None,
         initial=index == 0,
@@ -48,9 +54,9 @@ def agentworld_rows(
     domain: str, episodes: Iterator[list[Step]], history: int | None = None
 ) -> Iterator[dict[str, Any]]:
     """Yield the AgentWorldBench rows of ``episodes``, one per transition."""
-    system_str = system_prompt(domain)
     row_id = 0
     for episode in episodes:
+        system_str = system_prompt(domain, episode[0].tools)
         responses = [render_response(s.next_observation, s.action_error) for s in episode]
         for index, step in enumerate(episode):
             start = window_start(index, history)

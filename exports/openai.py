@@ -14,7 +14,11 @@ written the way chat APIs carry tool use: the user turn holds the task and the s
 the first turn shown, each action is an assistant message with one entry in ``tool_calls``
 (``{"id", "type": "function", "function": {"name", "arguments"}}``, arguments as JSON text),
 and each next state is a ``role: tool`` message answering that call's id, with the same
-``render_response`` text. The last ``tool`` message is the transition's target.
+``render_response`` text. The last ``tool`` message is the transition's target. When the
+episode lists its tools (an MCP server's ``tools/list``, kept in the first observation's
+meta), the line also has ``tools`` in the chat API's form (``{"type": "function", "function":
+{"name", "description", "parameters"}}``, the parameters being the tool's input schema) and
+the system prompt holds their definitions.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ def openai_rows(
     system = {"role": "system", "content": system_prompt(domain)}
     for episode in episodes:
         if episode[0].is_tool_call:
-            yield from _tool_call_rows(system, episode, history)
+            yield from _tool_call_rows(domain, episode, history)
             continue
         pairs = [
             (
@@ -62,9 +66,12 @@ def openai_rows(
 
 
 def _tool_call_rows(
-    system: dict[str, str], episode: list[Step], history: int | None
+    domain: str, episode: list[Step], history: int | None
 ) -> Iterator[dict[str, Any]]:
     """The lines of a tool-calling episode: assistant ``tool_calls``, ``role: tool`` results."""
+    tools = episode[0].tools
+    system = {"role": "system", "content": system_prompt(domain, tools)}
+    functions = [_function(tool) for tool in tools]
     calls = [_call_messages(step) for step in episode]
     for index in range(len(episode)):
         start = window_start(index, history)
@@ -73,7 +80,19 @@ def _tool_call_rows(
         messages: list[dict[str, Any]] = [system, {"role": "user", "content": state}]
         for i in range(start, index + 1):
             messages.extend(calls[i])
-        yield {"messages": messages}
+        yield {"messages": messages, "tools": functions} if functions else {"messages": messages}
+
+
+def _function(tool: dict[str, Any]) -> dict[str, Any]:
+    """An MCP tool definition in the chat API's ``tools`` form."""
+    return {
+        "type": "function",
+        "function": {
+            "name": tool["name"],
+            "description": tool.get("description") or "",
+            "parameters": tool.get("inputSchema") or {"type": "object", "properties": {}},
+        },
+    }
 
 
 def _call_messages(step: Step) -> list[dict[str, Any]]:

@@ -13,6 +13,10 @@ the recorded observation and error from a rendered target.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from worldtrace.schemas import DOMAINS
 
 OBSERVATION_HEADER = "**Environment Observation:**"
@@ -95,21 +99,51 @@ SYSTEM_PROMPTS: dict[str, str] = {
 assert set(SYSTEM_PROMPTS) == set(DOMAINS), "every domain of the design has its own prompt"
 
 
-def system_prompt(domain: str) -> str:
-    """Return the world-model system prompt of ``domain``.
+TOOLS_INTRO = (
+    "# Tools\n\nThe agent may call these tools (their definitions as the server lists them, "
+    "one JSON object per line: name, description, input schema, and output schema when the "
+    "tool has one):"
+)
+
+
+def render_tool_definitions(tools: Sequence[Mapping[str, Any]]) -> str:
+    """The tool definitions section of a system prompt (see :data:`TOOLS_INTRO`).
+
+    Each tool is ``{"name", "description", "inputSchema"[, "outputSchema"]}`` as compact JSON,
+    keys in that order, so the same tools give the same text.
+    """
+    lines = [TOOLS_INTRO]
+    for tool in tools:
+        definition = {
+            "name": tool.get("name"),
+            "description": tool.get("description") or "",
+            "inputSchema": tool.get("inputSchema") or {"type": "object"},
+        }
+        if tool.get("outputSchema"):
+            definition["outputSchema"] = tool["outputSchema"]
+        lines.append(json.dumps(definition, ensure_ascii=False))
+    return "\n".join(lines)
+
+
+def system_prompt(domain: str, tools: Sequence[Mapping[str, Any]] = ()) -> str:
+    """Return the world-model system prompt of ``domain``, with its tools when given.
+
+    ``tools`` are the tool definitions of the episode's environment (an MCP server's
+    ``tools/list``): AgentWorldBench's tool world model is conditioned on them, so they are
+    appended as a section of their own (:func:`render_tool_definitions`).
 
     A domain registered by another package, outside the design's seven, gets the common
     prompt naming it.
     """
-    known = SYSTEM_PROMPTS.get(domain)
-    if known is not None:
-        return known
-    return _COMMON.format(
+    prompt = SYSTEM_PROMPTS.get(domain) or _COMMON.format(
         world=f"the `{domain}` environment",
         format_hint="in the format its earlier observations show.",
         error_prefix=ERROR_PREFIX,
         observation_header=OBSERVATION_HEADER,
     )
+    if tools:
+        prompt += "\n\n" + render_tool_definitions(tools)
+    return prompt
 
 
 def render_state(observation: str, *, task: str | None, initial: bool) -> str:

@@ -39,6 +39,10 @@ class Step:
     """The action's arguments as the JSON text the parquet column holds."""
     next_format: str = ""
     """The next observation's format tag (``tool-result`` for tool-calling domains)."""
+    tools: tuple[dict[str, Any], ...] = ()
+    """The tool definitions the episode's first observation lists in its meta (``tools``, as
+    an MCP server's ``tools/list`` gives them); empty for other domains, and for an episode
+    whose first step curation dropped."""
 
     @property
     def is_tool_call(self) -> bool:
@@ -61,6 +65,12 @@ def _steps_frame(files: list[Path]) -> pl.DataFrame:
             pl.col("next_observation").struct.field("text").alias("next_observation"),
             pl.col("next_observation").struct.field("format").alias("next_format"),
             pl.col("action_error"),
+            # Only the first observation's meta is read (it lists an episode's tools); the
+            # others may hold large state snapshots no export needs.
+            pl.when(pl.col("step") == 0)
+            .then(pl.col("observation").struct.field("meta"))
+            .otherwise(None)
+            .alias("first_meta"),
         )
         .unique(subset=["id"], keep="first", maintain_order=True)
         .sort(["episode_id", "step"])
@@ -74,7 +84,14 @@ def iter_episodes(files: list[Path]) -> Iterator[list[Step]]:
     Rows repeated across shards (the same transition id) are read once.
     """
     episode: list[Step] = []
+    tools: tuple[dict[str, Any], ...] = ()
     for row in _steps_frame(files).iter_rows(named=True):
+        if episode and episode[-1].episode_id != row["episode_id"]:
+            yield episode
+            episode = []
+            tools = ()
+        if row["first_meta"]:
+            tools = _tools_of(row["first_meta"])
         step = Step(
             id=row["id"],
             episode_id=row["episode_id"],
@@ -87,13 +104,20 @@ def iter_episodes(files: list[Path]) -> Iterator[list[Step]]:
             action_name=row["action_name"],
             action_arguments=row["action_arguments"] or "{}",
             next_format=row["next_format"],
+            tools=tools,
         )
-        if episode and episode[-1].episode_id != step.episode_id:
-            yield episode
-            episode = []
         episode.append(step)
     if episode:
         yield episode
+
+
+def _tools_of(meta: str | dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    """The ``tools`` list of an observation's meta (JSON text or a dict); empty if none."""
+    value = json.loads(meta) if isinstance(meta, str) else meta
+    tools = value.get("tools") if isinstance(value, dict) else None
+    if not isinstance(tools, list):
+        return ()
+    return tuple(tool for tool in tools if isinstance(tool, dict) and tool.get("name"))
 
 
 def iter_domains(source: Path) -> Iterator[tuple[str, Iterator[list[Step]]]]:
