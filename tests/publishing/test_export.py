@@ -286,6 +286,89 @@ def test_openai_tool_calls_and_tool_results(tmp_path: Path) -> None:
     )
 
 
+MCP_TOOLS = [
+    {
+        "name": "write_file",
+        "description": "Create or overwrite a file.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+            "required": ["path", "content"],
+        },
+    },
+    {
+        "name": "read_text_file",
+        "description": "Read a file.",
+        "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
+        "outputSchema": {"type": "object", "properties": {"content": {"type": "string"}}},
+    },
+]
+
+STORED_TOOLS = json.loads(json.dumps(MCP_TOOLS, sort_keys=True))
+"""The definitions as a record's meta keeps them (JSON with sorted keys)."""
+
+
+def _mcp_episode() -> list[Transition]:
+    """An mcp episode whose first observation lists the server's tools in its meta."""
+    texts = ["MCP server fs 1.0 over stdio\n2 tools", "Wrote a.txt", "hello"]
+    calls = [
+        ("write_file", {"content": "hello", "path": "a.txt"}),
+        ("read_text_file", {"path": "a.txt"}),
+    ]
+    steps = []
+    for k, (name, arguments) in enumerate(calls):
+        meta = {"tools": MCP_TOOLS, "state": {"kind": "files"}} if k == 0 else {"state": {}}
+        steps.append(
+            make_transition(
+                k,
+                "ep-mcp",
+                domain="mcp",
+                task=None,
+                observation=Observation(format="tool-result", text=texts[k], meta=meta),
+                action=Action(
+                    name=name,
+                    arguments=arguments,
+                    text=json.dumps({"arguments": arguments, "name": name}, sort_keys=True),
+                ),
+                next_observation=Observation(format="tool-result", text=texts[k + 1]),
+            )
+        )
+    return steps
+
+
+def test_mcp_exports_carry_the_tool_definitions(tmp_path: Path) -> None:
+    steps = _mcp_episode()
+    folder = tmp_path / "pub" / "data" / "mcp"
+    folder.mkdir(parents=True)
+    pq.write_table(to_table(steps[::-1], Transition), folder / "train-0.parquet")
+    export_openai(tmp_path / "pub", tmp_path / "oa")
+    for line in _read_jsonl(tmp_path / "oa" / "mcp.jsonl"):
+        assert line["tools"] == [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool["name"],
+                    "description": tool["description"],
+                    "parameters": tool["inputSchema"],
+                },
+            }
+            for tool in MCP_TOOLS
+        ]
+        assert line["messages"][0]["content"] == system_prompt("mcp", STORED_TOOLS)
+    export_agentworld(tmp_path / "pub", tmp_path / "aw")
+    rows = _read_jsonl(tmp_path / "aw" / "mcp_train.jsonl")
+    assert [row["task"] for row in rows] == ["mcp", "mcp"]
+    system = rows[0]["system_str"]
+    assert system.startswith(system_prompt("mcp")) and system == system_prompt("mcp", STORED_TOOLS)
+    # One JSON definition per line, the output schema kept where the tool has one.
+    definitions = [json.loads(line) for line in system.split("\n") if line.startswith('{"name"')]
+    assert [d["name"] for d in definitions] == ["write_file", "read_text_file"]
+    assert "outputSchema" not in definitions[0] and definitions[1]["outputSchema"]
+    # The call is a fenced JSON block, as in AgentWorldBench's MCP rows.
+    assert rows[1]["current_prompt"].endswith(f"**Action:**\n```json\n{steps[1].action.text}\n```")
+    assert parse_response(rows[1]["response"][-1]) == ("hello", None)
+
+
 def test_transitions_layout_and_multiple_shards(tmp_path: Path) -> None:
     run = tmp_path / "run"
     _write(run, "transitions", "part-00000.parquet", EPISODES["ep-a"][:2])
