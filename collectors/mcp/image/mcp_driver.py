@@ -1,4 +1,4 @@
-"""Run one MCP server inside the sandbox and speak to it with the official Python SDK.
+r"""Run one MCP server inside the sandbox and speak to it with the official Python SDK.
 
 Runs as root with ``/opt/mcp-venv/bin/python`` (Python 3.11, the ``mcp`` SDK and its own
 dependencies only) for the lifetime of an episode. One JSON request per stdin line, exactly one
@@ -45,12 +45,12 @@ manifest, default /opt/worldtrace/servers.json.
 Fields common to replies:
   "messages": every JSON-RPC message since the previous reply, in order, as
       {"dir": "send"|"recv", "line": text}. stdio: ``line`` is one line exactly as written to
-      or read from the server's pipe, without its "\\n" (a "\\r" stays); bytes that are not
+      or read from the server's pipe, without its "\n" (a "\r" stays); bytes that are not
       UTF-8 are kept as surrogate escapes, so ``line.encode("utf-8", "surrogateescape")`` gives
       the wire bytes. A send that could not be written carries "write_error". http: a "send"
       is one POST body (one JSON-RPC message, byte for byte); a "recv" is a response body
       with content type application/json, or the data of one server-sent event (its ``data:``
-      lines joined by "\\n", as the SSE standard defines the event's data) from a POST's or the
+      lines joined by "\n", as the SSE standard defines the event's data) from a POST's or the
       GET stream's text/event-stream response. HTTP headers, SSE ids, events without data
       (priming events, keep-alives) and bodies of other requests (GET, DELETE) are not kept.
   "garbage": lines from the server's stdout (http: response payloads) that are not JSON-RPC
@@ -82,7 +82,6 @@ import json
 import os
 import pwd
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -266,9 +265,8 @@ def memory_state(path: str) -> dict[str, Any]:
 
 # Exact row counts of every user table in one statement (query_to_xml runs a count per table).
 COUNT_ROWS_SQL = """
-SELECT table_schema || '.' || table_name || E'\\t' ||
-  (xpath('/row/c/text()', query_to_xml(
-     format('SELECT count(*) AS c FROM %I.%I', table_schema, table_name), false, true, '')))[1]::text
+SELECT table_schema || '.' || table_name || E'\\t' || (xpath('/row/c/text()', query_to_xml(
+  format('SELECT count(*) AS c FROM %I.%I', table_schema, table_name), false, true, '')))[1]::text
 FROM information_schema.tables
 WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')
 ORDER BY 1
@@ -476,6 +474,40 @@ def server_env(spec: dict[str, Any], account: pwd.struct_passwd) -> dict[str, st
     return env
 
 
+Outgoing = tuple[dict[str, Any], bytes]
+"""A message on its way to a stdio server: its record in the tap and its line's bytes."""
+
+
+class RecordingWriteStream:
+    """The session's write stream for stdio: serializes and records each message as it is sent.
+
+    Recording in the sender's own task (not in the pipe writer) puts a message into the reply of
+    the op that sent it, e.g. the notifications/cancelled of a call that timed out.
+    """
+
+    def __init__(self, inner: MemoryObjectSendStream[Outgoing], tap: Tap) -> None:
+        self.inner = inner
+        self.tap = tap
+
+    async def send(self, item: SessionMessage, /) -> None:
+        """Record ``item`` exactly as it will be written, and pass it to the pipe writer."""
+        # The SDK's own stdio transport serializes the same way.
+        text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        entry: dict[str, Any] = {"dir": "send", "line": text}
+        self.tap.messages.append(entry)
+        await self.inner.send((entry, text.encode() + b"\n"))
+
+    async def aclose(self) -> None:
+        """Close the stream to the pipe writer."""
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> RecordingWriteStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
 async def write_all(fd: int, data: bytes) -> None:
     """Write ``data`` to the non-blocking ``fd``, waiting while the pipe is full."""
     view = memoryview(data)
@@ -547,7 +579,8 @@ class Connection:
     async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         """Pump the server's pipes and hold the session until the connection is closed."""
         read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-        write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+        outgoing, write_reader = anyio.create_memory_object_stream[Outgoing](0)
+        write_stream = RecordingWriteStream(outgoing, self.tap)
         try:
             await self._run_pumps(read_writer, read_stream, write_stream, write_reader, task_status)
         finally:
@@ -563,8 +596,8 @@ class Connection:
         self,
         read_writer: MemoryObjectSendStream[SessionMessage | Exception],
         read_stream: MemoryObjectReceiveStream[SessionMessage | Exception],
-        write_stream: MemoryObjectSendStream[SessionMessage],
-        write_reader: MemoryObjectReceiveStream[SessionMessage],
+        write_stream: RecordingWriteStream,
+        write_reader: MemoryObjectReceiveStream[Outgoing],
         task_status: anyio.abc.TaskStatus[None],
     ) -> None:
         async with anyio.create_task_group() as group:
@@ -626,19 +659,15 @@ class Connection:
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             await read_writer.send(SessionMessage(message))
 
-    async def _write_stdin(self, write_reader: MemoryObjectReceiveStream[SessionMessage]) -> None:
+    async def _write_stdin(self, write_reader: MemoryObjectReceiveStream[Outgoing]) -> None:
         assert self.process.stdin is not None
         fd = self.process.stdin.fileno()
         broken: str | None = None
         async with write_reader:
-            async for session_message in write_reader:
-                text = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                entry: dict[str, Any] = {"dir": "send", "line": text}
-                # Recorded before the write: the answer can only come after it.
-                self.tap.messages.append(entry)
+            async for entry, data in write_reader:
                 if broken is None:
                     try:
-                        await write_all(fd, text.encode() + b"\n")
+                        await write_all(fd, data)
                     except OSError as error:
                         broken = f"{type(error).__name__}: {error.strerror or error}"
                 if broken is not None:
