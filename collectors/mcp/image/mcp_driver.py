@@ -34,8 +34,9 @@ Requests and replies:
       again without sending anything.
   {"id", "op": "observe"} -> {"state"}
   {"id", "op": "stop"} -> {"stopped": true, "server_exited", "messages", "garbage", "stderr"}
-      Closes the session, then the server: its stdin is closed, after STOP_GRACE_S its process
-      group gets SIGTERM, after another STOP_GRACE_S SIGKILL. Stdin EOF does the same.
+      Closes the session, then the server: a stdio server's stdin is closed and it gets
+      STOP_GRACE_S to exit; then its process group gets SIGTERM (an HTTP server's at once) and
+      after another STOP_GRACE_S SIGKILL. Stdin EOF does the same.
 A request the driver could not serve gets {"id", "driver_error": "..."} (for a failed start
 also "messages", "garbage" and "stderr"; the error names the stderr tail).
 ``mcp_driver.py --observe --server NAME`` prints one {"state": ...} line and exits (the host's
@@ -415,8 +416,10 @@ class TapStream(httpx2.AsyncByteStream):
                 for line in event.split(b"\n")
                 if line == b"data" or line.startswith(b"data:")
             ]
-            if data:
-                self.record(b"\n".join(data))
+            payload = b"\n".join(data)
+            # An event with empty data is never dispatched (the SSE standard): priming events.
+            if payload:
+                self.record(payload)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         """Yield the body's chunks, recording before the client sees them."""
@@ -739,14 +742,14 @@ class Connection:
         self.closing.set()
         with anyio.move_on_after(STOP_GRACE_S):
             await self.session_done.wait()
-        # End of input: the MCP way to ask a stdio server to exit.
-        if self.process.stdin is not None:
+        # End of input: the MCP way to ask a stdio server to exit (an HTTP server gets SIGTERM).
+        if self.transport == "stdio" and self.process.stdin is not None:
             # The fd stays valid (now /dev/null) for a writer still waiting on it.
             null = os.open(os.devnull, os.O_RDONLY)
             with contextlib.suppress(OSError):
                 os.dup2(null, self.process.stdin.fileno())
             os.close(null)
-        await self.wait_exit(STOP_GRACE_S)
+            await self.wait_exit(STOP_GRACE_S)
         for signum in (signal.SIGTERM, signal.SIGKILL):
             if self.exited.is_set():
                 break
@@ -1001,8 +1004,11 @@ async def serve(manifest: str, reply_fd: int) -> None:
                 reply = {"driver_error": f"{type(error).__name__}: {error}"}
             reply["id"] = request_id
             data = (json.dumps(reply) + "\n").encode()
-            while data:
-                data = data[os.write(reply_fd, data) :]
+            try:
+                while data:
+                    data = data[os.write(reply_fd, data) :]
+            except OSError:  # the host is gone: nobody to serve
+                break
         await driver.stop()
         group.cancel_scope.cancel()
 
