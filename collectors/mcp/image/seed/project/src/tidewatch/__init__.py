@@ -1,0 +1,3 @@
+"""Read, check and summarise tide-gauge records."""
+
+__version__ = "0.3.1"

@@ -1,0 +1,1 @@
+"""Reading gauge exports and writing reports."""
