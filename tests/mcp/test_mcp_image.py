@@ -219,6 +219,10 @@ def test_seeded_git_repository(sandbox: DockerSandbox) -> None:
         "main",
     ]
     assert run(sandbox, f"{git} rev-parse --abbrev-ref HEAD").strip() == "main"
+    # Fixed authors and dates: the same ids in every build (the other helpers' tasks use them).
+    assert run(sandbox, f"{git} rev-parse main").strip() == (
+        "c3991bbf1bd50c64465b72afc16c34929905c2a6"
+    )
     assert run(sandbox, f"{git} rev-list --count main").strip() == "6"
     assert run(sandbox, f"{git} tag").split() == ["v0.1.0"]
     assert run(sandbox, f"{git} status --porcelain", user="user") == ""
@@ -250,10 +254,14 @@ def test_seeded_shop_database_readable_by_mcp(sandbox: DockerSandbox) -> None:
         "reviews": 150,
     }
     query = " UNION ALL ".join(f"SELECT '{t}', count(*) FROM {t}" for t in counts)
-    out = run(sandbox, f'psql -X -At -F= "postgresql://mcp@127.0.0.1:5432/shop" -c "{query}"')
+    psql = 'psql -X -At -F= "postgresql://mcp@127.0.0.1:5432/shop"'
+    out = run(sandbox, f'{psql} -c "{query}"')
     assert dict(line.split("=") for line in out.splitlines()) == {
         t: str(n) for t, n in counts.items()
     }
+    # The rows themselves are the seeded ones (random.Random(2024)), not just their number.
+    total = run(sandbox, f'{psql} -c "SELECT sum(quantity * unit_price) FROM order_items"')
+    assert total.strip() == "137866.41"
     refused = sandbox.exec(
         'psql -X "postgresql://mcp@127.0.0.1:5432/shop" -c "DELETE FROM reviews"', timeout=30
     )
