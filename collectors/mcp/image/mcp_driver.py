@@ -890,8 +890,9 @@ class Driver:
                 }
             except (MCPError, RuntimeError, TimeoutError, OSError, ValidationError) as error:
                 failure = f"{type(error).__name__}: {error}"
+        # A server that exits ends its output first: the session may fail before the exit is seen.
+        await connection.wait_exit(EXIT_DRAIN_S)
         if scope.cancelled_caught or connection.exited.is_set():
-            await connection.wait_exit(EXIT_DRAIN_S)
             failure = f"the server exited with code {connection.exit_code} while starting"
         elif failure is None:
             failure = f"the server did not finish initialize and tools/list within {timeout:g}s"
