@@ -53,6 +53,11 @@ class McpTask(ScriptedTask):
     """A scripted task on one MCP server, with a check of its outcome."""
 
     server: str = ""
+    setup: tuple[tuple[str, ...], ...] = ()
+    """Commands (argv) the environment runs in the episode's container as root at reset,
+    after the seeded state is in place and before the server starts: the task's starting
+    point beyond the seed (a working copy with uncommitted edits for a commit task). Each
+    must exit 0."""
     check: Callable[[CheckContext], bool] | None = field(default=None, compare=False, repr=False)
 
 
