@@ -190,6 +190,11 @@ def test_streamable_http_start_and_call(driver: Driver) -> None:
     assert parsed(reply["messages"])[1][1]["result"] == reply["result"]
     assert reply["garbage"] == []
 
+    slow = driver.call("trigger-long-running-operation", {"duration": 5, "steps": 5}, timeout=1.0)
+    assert slow["timed_out"] is True and slow["result"] is None
+    methods = [message.get("method") for _, message in parsed(slow["messages"])]
+    assert methods[0] == "tools/call" and methods[-1] == "notifications/cancelled"
+
 
 def test_hang_times_out_and_the_session_goes_on(driver: Driver) -> None:
     driver.start("time", command=["python3", ROGUE_PATH])

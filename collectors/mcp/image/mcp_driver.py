@@ -115,6 +115,8 @@ EXIT_DRAIN_S = 0.3
 """How long stdout is still read after a stdio server exits (its last lines), before calls end."""
 CALL_GRACE_S = 2.0
 """How long past its timeout a call may take (the cancel notification) before it is abandoned."""
+CANCEL_POST_S = 0.5
+"""How long a timed-out HTTP call waits for its notifications/cancelled to be POSTed."""
 SNAPSHOT_TIMEOUT_S = 10.0
 READ_CHUNK = 65536
 PR_SET_DUMPABLE = 4
@@ -727,6 +729,19 @@ class Connection:
                 await anyio.sleep(0.05)
         raise ProcessLookupError("the server exited")
 
+    async def cancel_posted(self) -> None:
+        """Wait (briefly) until the SDK has POSTed the cancel of a timed-out call.
+
+        Over HTTP the SDK's own writer task sends it after the call returned; waiting puts it
+        into the reply of the call it cancels, as on stdio.
+        """
+        with anyio.move_on_after(CANCEL_POST_S):
+            while not any(
+                entry["dir"] == "send" and '"notifications/cancelled"' in entry["line"]
+                for entry in self.tap.messages
+            ):
+                await anyio.sleep(0.005)
+
     def exit_reply(self) -> dict[str, Any]:
         """The ``server_exited`` value."""
         code = self.exit_code
@@ -956,6 +971,8 @@ class Driver:
                 outer.cancelled_caught
             ):
                 reply["timed_out"] = True
+                if connection.transport == "http":
+                    await connection.cancel_posted()
             elif error is not None:
                 # An answer the SDK made up (an HTTP error status turned into JSON-RPC).
                 reply["protocol_error"] = error.error.model_dump(mode="json", exclude_none=True)
