@@ -874,10 +874,9 @@ class Driver:
                     await session.initialize()
                 cursor = None
                 for _ in range(1000):
-                    params = {"cursor": cursor} if cursor else None
                     page = await session.send_request(
                         types.ListToolsRequest(
-                            params=types.PaginatedRequestParams(cursor=cursor) if params else None
+                            params=types.PaginatedRequestParams(cursor=cursor) if cursor else None
                         ),
                         RAW_RESULT,
                         request_read_timeout_seconds=max(deadline - time.monotonic(), 0.01),
