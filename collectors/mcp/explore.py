@@ -110,7 +110,7 @@ once or twice an episode), more for a tool called again and again. Each run also
 simplest value first, which is dropped."""
 
 MAX_SEEN = 1000
-"""Seen values kept per episode (the oldest go first; the manifest's examples always stay)."""
+"""Seen values (and lines) kept per episode (the oldest go first; the examples always stay)."""
 
 # How much of a result is read for values: the first lines of each text, strings up to a size.
 _MAX_LINES = 200
@@ -169,6 +169,9 @@ _NAME_WORDS = frozenset(
         "title",
     ]
 )
+_PATTERN_WORDS = frozenset(("pattern", "patterns", "glob", "globs"))
+# A field naming a repository or folder to work in (``repo_path``): absolute paths only.
+_ROOT_WORDS = frozenset(("repo", "repository", "root", "cwd", "workdir", "workspace"))
 _WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 
 # What seen values look like, by kind.
@@ -178,6 +181,7 @@ _SQL_VALUE = re.compile(
     r"^\s*(?:select|with|explain|show|values|table|insert|update|delete|create|drop|alter)\b",
     re.IGNORECASE,
 )
+_CLOCK = re.compile(r"^(?:[01]\d|2[0-3]):[0-5]\d$")
 _FILE_NAME = re.compile(r"^[\w.@+-]+\.[A-Za-z0-9]{1,8}$")
 # Reading results: a listing entry, a bullet, a `key: value` line, quoted words, absolute
 # paths, commit ids.
@@ -191,6 +195,8 @@ _COMMIT_ID = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b
 # Tools that make what they are given the name of: an altered name creates a thing rather than
 # failing, so they get no "nonexistent" calls.
 _CREATING = re.compile(r"^(?:create|write|add|make|new|insert|put|save|upload|mkdir)", re.I)
+# Fields that name something the call makes (a move's destination): they need not exist.
+_MADE_FIELD = re.compile(r"^(?:dest|destination|new|output|out)(?:$|[_A-Z-])", re.I)
 # Replacements for a field's value of the wrong type, tried in a seeded order.
 _WRONG_VALUES: tuple[Any, ...] = (12345, "12345", True, None, ["a", "b"], {"value": 1}, 2.5)
 
@@ -202,10 +208,11 @@ def _words(field: str) -> list[str]:
 
 
 def field_kind(field: str, schema: Mapping[str, Any]) -> str:
-    """What a string field holds: ``path``, ``url``, ``sql``, ``name``, ``clock`` or ``text``.
+    """What a string field holds: root, path, pattern, url, sql, name, clock (HH:MM) or text.
 
-    Decided by the last word of its name (``repo_path`` is a path, ``entityNames`` names), its
-    ``format`` (``uri``) and its description (``SQL``, ``HH:MM``).
+    Decided by the last word of its name (``path`` is a path, ``entityNames`` names, any
+    ``repo`` or ``root`` word a root folder: ``repo_path``), its ``format`` (``uri``) and its
+    description (``SQL``, ``HH:MM``).
     """
     words = _words(field) or [field.lower()]
     last = words[-1]
@@ -214,6 +221,10 @@ def field_kind(field: str, schema: Mapping[str, Any]) -> str:
         return "url"
     if last in _SQL_WORDS or re.search(r"\bSQL\b", description):
         return "sql"
+    if last in _PATTERN_WORDS:
+        return "pattern"
+    if set(words) & _ROOT_WORDS:
+        return "root"
     if last in _PATH_WORDS:
         return "path"
     if last in _NAME_WORDS:
@@ -233,7 +244,15 @@ def fits_kind(kind: str, value: str) -> bool:
         return _SQL_VALUE.match(value) is not None
     if kind == "path":
         looks = value.startswith(("/", "~", "./")) or "/" in value or _FILE_NAME.match(value)
-        return bool(looks) and "://" not in value and not re.search(r"\s|:$", value)
+        return bool(looks) and "://" not in value and not re.search(r"[\s*?]|:$", value)
+    if kind == "root":
+        return value.startswith("/") and not re.search(r"[\s*?]|://|:$", value)
+    if kind == "pattern":
+        return not re.search(r"\s", value) and (
+            re.search(r"[*?\[]", value) is not None or _FILE_NAME.match(value) is not None
+        )
+    if kind == "clock":
+        return _CLOCK.match(value) is not None
     if kind == "name":
         return (
             len(value) <= 60
@@ -509,6 +528,7 @@ class McpExplorePolicy(Policy[Any]):
         self._batch_numbers: dict[str, int] = {}
         self._examples: dict[str, None] = {}  # the manifest's examples
         self._seen: dict[str, None] = {}  # values seen, the most recent last
+        self._lines: dict[str, None] = {}  # lines of text seen (for free-text fields)
         # Values the last successful call brought (its path and name arguments, its result's).
         self._fresh: dict[str, None] = {}
         self._state_strings: dict[str, None] = {}  # strings in the latest state snapshot
@@ -529,8 +549,8 @@ class McpExplorePolicy(Policy[Any]):
         """Return the next tool call, or None after ``steps`` calls."""
         if "tools" in observation:
             self._learn_session(observation)
-        elif self._last is not None:
-            self._learn_call(self._last, observation)
+        if self._last is not None:
+            self._learn_call(self._last, observation, valid=self._kinds[-1] == "valid")
         self._learn_state(observation.get("state"))
         if self._taken >= self.steps:
             return None
@@ -599,16 +619,21 @@ class McpExplorePolicy(Policy[Any]):
                         strings[posixpath.join(root, str(key))] = None
         self._state_strings = strings
 
-    def _learn_call(self, action: Action, observation: RawObservation) -> None:
+    def _learn_call(self, action: Action, observation: RawObservation, valid: bool) -> None:
+        """Learn from a call that succeeded: its path and name arguments and its result.
+
+        The arguments of a deliberately invalid call are not learnt even if the server took
+        them (a lenient server, a search for an altered name): they name nothing real.
+        """
         if not _succeeded(observation):
             return  # an error message repeats what was wrong; nothing in it exists
         self._fresh = {}
         properties = self._properties(action.name)
         folder = None
-        for field, value in action.arguments.items():
+        for field, value in action.arguments.items() if valid else ():
             schema = properties.get(field) if isinstance(properties.get(field), Mapping) else {}
             kind = field_kind(field, schema)
-            if kind not in ("path", "name", "url"):
+            if kind not in ("path", "root", "name", "url"):
                 continue
             values = value if isinstance(value, list) else [value]
             for item in values:
@@ -669,12 +694,11 @@ class McpExplorePolicy(Policy[Any]):
                 continue
             entry = _LISTING.match(line)
             if entry:
+                # Under the folder listed; a bare name would be resolved against the root.
                 name = entry[2].strip()
-                self._see(name)
-                if folder:
-                    self._see(posixpath.join(folder, name))
+                self._see(posixpath.join(folder, name) if folder else name)
                 continue
-            self._see(line)
+            self._see(line, whole_line=True)
             bare = _BULLET.sub("", line)
             if bare != line:
                 self._see(bare)
@@ -687,15 +711,17 @@ class McpExplorePolicy(Policy[Any]):
                 for found in pattern.finditer(line):
                     self._see(found[0].rstrip(".,:;"))
 
-    def _see(self, value: str) -> None:
+    def _see(self, value: str, whole_line: bool = False) -> None:
+        """Remember a value; a whole line of words only as text (it names nothing)."""
         value = value.strip()
         if not value or len(value) > _MAX_VALUE_CHARS or value in self._examples:
             return
-        self._seen.pop(value, None)
-        self._seen[value] = None
+        into = self._lines if whole_line and len(value.split()) > 1 else self._seen
+        into.pop(value, None)
+        into[value] = None
         self._fresh[value] = None
-        if len(self._seen) > MAX_SEEN:
-            del self._seen[next(iter(self._seen))]
+        if len(into) > MAX_SEEN:
+            del into[next(iter(into))]
 
     # --- choosing calls ----------------------------------------------------------------------
 
@@ -772,9 +798,13 @@ class McpExplorePolicy(Policy[Any]):
             return value
         kind = field_kind(field, schema)
         if kind == "clock":
-            if self._rng.random() < self.reuse_share:
-                return f"{self._rng.randrange(24):02d}:{self._rng.randrange(60):02d}"
-            return value
+            # A time of day: one the episode knows, or any.
+            if self._rng.random() >= self.reuse_share:
+                return value
+            known = self._sources(kind, schema)
+            if known and self._rng.random() < 0.5:
+                return self._pick_recent(self._rng.choice(known)[0])
+            return f"{self._rng.randrange(24):02d}:{self._rng.randrange(60):02d}"
         sources = self._sources(kind, schema)
         share = _TEXT_REUSE if kind == "text" else self.reuse_share
         if sources and self._rng.random() < share:
@@ -796,7 +826,11 @@ class McpExplorePolicy(Policy[Any]):
         own = _description_examples(schema)
         examples = [v for v in self._examples if fits_kind(kind, v)]
         seen = [v for v in self._seen if fits_kind(kind, v)]
+        if kind == "text":
+            seen = [v for v in self._lines if fits_kind(kind, v)] + seen
         fresh = [v for v in self._fresh if fits_kind(kind, v)]
+        if kind != "text":
+            fresh = [v for v in fresh if v not in self._lines]
         weighted = ((own, 1.0), (examples, 1.0), (seen, 1.0), (fresh, 2.0))
         return [(values, weight) for values, weight in weighted if values]
 
@@ -872,7 +906,8 @@ class McpExplorePolicy(Policy[Any]):
             strings = schema.get("type") == "string" or (
                 schema.get("type") == "array" and items.get("type") == "string"
             )
-            if kind in ("path", "name") and strings and field in arguments:
+            made = _MADE_FIELD.match(field) is not None
+            if kind in ("path", "root", "name") and strings and field in arguments and not made:
                 options.append((field, kind))
         if not options:
             return None
