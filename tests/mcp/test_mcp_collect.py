@@ -1,0 +1,152 @@
+"""`worldtrace collect mcp` end to end: real servers, then curate, publish, load with `datasets`
+and export, with the same commands as every other domain."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from datasets import load_dataset
+from typer.testing import CliRunner
+
+from worldtrace.collectors.mcp.tasks import load_tasks
+from worldtrace.collectors.recorder import read_episode
+from worldtrace.flows.cli import app
+from worldtrace.schemas import Transition, from_row
+
+pytestmark = pytest.mark.docker
+
+
+def invoke(*args: str) -> str:
+    """Run a worldtrace command in this process; fail the test with its output on an error."""
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def rows_of(run_dir: Path) -> list[Transition]:
+    """The run's transitions, each validated against the schema (raises on a bad row)."""
+    frame = pl.read_parquet(run_dir / "transitions" / "mcp" / "*.parquet")
+    return [from_row(Transition, row) for row in frame.to_dicts()]
+
+
+def test_collect_mcp_scripts_then_curate_publish_load_and_export(
+    tmp_path: Path, mcp_image: str
+) -> None:
+    invoke(
+        "collect", "mcp", "--env", "server=memory", "--episodes", "2", "--workers", "2",
+        "--out", str(tmp_path / "runs"), "--run-name", "mcp",
+    )  # fmt: skip
+    run_dir = tmp_path / "runs" / "mcp"
+    ends = [
+        next(event for event in read_episode(path) if event.type == "end")
+        for path in sorted((run_dir / "raw" / "episodes").glob("*.jsonl"))
+    ]
+    # Both scripted tasks were done: their checks hold against the real memory file.
+    assert [end.reward for end in ends] == [1.0, 1.0]
+    rows = rows_of(run_dir)
+    assert {row.task for row in rows} == {t.instruction for t in load_tasks("memory")[:2]}
+    tools: dict[str, list[str]] = {}
+    for row in rows:
+        assert row.next_observation.format == "tool-result"
+        assert json.loads(row.action.text) == {
+            "name": row.action.name,
+            "arguments": row.action.arguments,
+        }
+        assert row.env.name == "mcp/memory"
+        assert row.env.components["sdk_version"] == "2.3.0"
+        assert {"state", "state_diff", "is_error"} <= set(row.next_observation.meta)
+        if row.step == 0:
+            tools[row.episode_id] = [t["name"] for t in row.observation.meta["tools"]]
+    assert len(tools) == 2 and all("create_entities" in names for names in tools.values())
+    changed = [r for r in rows if r.next_observation.meta["state_diff"]["changed"]]
+    assert changed and all(r.action.name not in {"read_graph", "search_nodes"} for r in changed)
+
+    invoke("curate", str(run_dir), "--out", str(tmp_path / "corpus"))
+    invoke("publish", str(tmp_path / "corpus"), "--to", str(tmp_path / "dist"))
+    dataset = load_dataset(str(tmp_path / "dist"), "mcp", split="train")
+    assert 0 < dataset.num_rows <= len(rows)
+    assert set(dataset["domain"]) == {"mcp"}
+
+    invoke(
+        "export", str(tmp_path / "dist"), "--format", "agentworld", "--out", str(tmp_path / "aw")
+    )
+    agentworld = [json.loads(line) for line in (tmp_path / "aw" / "mcp_train.jsonl").open()]
+    assert len(agentworld) == dataset.num_rows
+    for row in agentworld:
+        assert row["task"] == "mcp" and isinstance(row["id"], int)
+        assert '{"name": "create_entities"' in row["system_str"]
+        assert "**Action:**\n```json\n{" in row["current_prompt"]
+
+    invoke("export", str(tmp_path / "dist"), "--format", "openai", "--out", str(tmp_path / "oa"))
+    chats = [json.loads(line) for line in (tmp_path / "oa" / "mcp.jsonl").open()]
+    assert len(chats) == dataset.num_rows
+    for chat in chats:
+        names = [tool["function"]["name"] for tool in chat["tools"]]
+        assert "read_graph" in names and all(t["type"] == "function" for t in chat["tools"])
+        *_, call, result = chat["messages"]
+        (tool_call,) = call["tool_calls"]
+        assert tool_call["function"]["name"] in names
+        assert result["role"] == "tool" and result["tool_call_id"] == tool_call["id"]
+
+
+def test_explore_from_defaults_is_reproducible_from_its_seed(
+    tmp_path: Path, mcp_image: str
+) -> None:
+    for name in ("first", "second"):
+        invoke(
+            "collect", "mcp", "--policy", "explore", "--episodes", "1", "--max-steps", "12",
+            "--seed", "7", "--out", str(tmp_path), "--run-name", name,
+        )  # fmt: skip
+    first, second = (rows_of(tmp_path / name) for name in ("first", "second"))
+    assert len(first) == 12
+    assert [r.action.text for r in first] == [r.action.text for r in second]
+    # The default server is the filesystem one; the walk chains into its world.
+    assert {r.env.name for r in first} == {"mcp/filesystem"}
+    assert any("/srv/project/" in r.action.text for r in first[1:])
+
+
+def test_a_replay_records_the_real_results_of_given_calls(tmp_path: Path, mcp_image: str) -> None:
+    from worldtrace.flows.collect import run_collection
+    from worldtrace.flows.config import validate_config
+
+    calls = [
+        '{"name": "get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}',
+        {"name": "convert_time", "arguments": {"source_timezone": "Nowhere/City"}},
+    ]
+    config = validate_config(
+        {
+            "domain": "mcp",
+            "episodes": 1,
+            "out": str(tmp_path),
+            "run_name": "replay",
+            "environment": {"server": "time"},
+            "policy": {"kind": "replay", "params": {"actions": calls}},
+        }
+    )
+    run_collection(config)
+    rows = sorted(rows_of(tmp_path / "replay"), key=lambda row: row.step)
+    assert [row.action.name for row in rows] == ["get_current_time", "convert_time"]
+    assert '"timezone": "Asia/Tokyo"' in rows[0].next_observation.text
+    # The invalid call went to the server, whose own error is the recorded answer.
+    assert rows[1].next_observation.meta["schema_problems"]
+    assert rows[1].next_observation.meta["is_error"] or rows[1].action_error
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--env", "server=nope"], "no MCP server 'nope'"),
+        (["--env", "server=time", "--env", "transport=http"], "runs over stdio"),
+        (["--policy", "replay"], "replay policy takes `actions`"),
+    ],
+)
+def test_bad_configs_are_refused_before_anything_runs(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    result = CliRunner().invoke(app, ["collect", "mcp", *args, "--out", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.split())
+    assert not any(tmp_path.iterdir())
