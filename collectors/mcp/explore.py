@@ -158,8 +158,6 @@ _NAME_WORDS = frozenset(
         "tag",
         "commit",
         "sha",
-        "timezone",
-        "zone",
         "key",
         "query",
         "topic",
@@ -170,6 +168,9 @@ _NAME_WORDS = frozenset(
     ]
 )
 _PATTERN_WORDS = frozenset(("pattern", "patterns", "glob", "globs"))
+# A time zone field: IANA names only (``Europe/Paris``, ``UTC``).
+_ZONE_WORDS = frozenset(("timezone", "zone", "tz"))
+_ZONE_VALUE = re.compile(r"^(?:[A-Z][A-Za-z_-]+(?:/[A-Z][A-Za-z0-9_+-]+)+|UTC|GMT)$")
 # A field naming a repository or folder to work in (``repo_path``): absolute paths only.
 _ROOT_WORDS = frozenset(("repo", "repository", "root", "cwd", "workdir", "workspace"))
 _WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
@@ -208,7 +209,7 @@ def _words(field: str) -> list[str]:
 
 
 def field_kind(field: str, schema: Mapping[str, Any]) -> str:
-    """What a string field holds: root, path, pattern, url, sql, name, clock (HH:MM) or text.
+    """What a string field holds: root, path, pattern, url, sql, zone, name, clock or text.
 
     Decided by the last word of its name (``path`` is a path, ``entityNames`` names, any
     ``repo`` or ``root`` word a root folder: ``repo_path``), its ``format`` (``uri``) and its
@@ -225,6 +226,8 @@ def field_kind(field: str, schema: Mapping[str, Any]) -> str:
         return "pattern"
     if set(words) & _ROOT_WORDS:
         return "root"
+    if last in _ZONE_WORDS:
+        return "zone"
     if last in _PATH_WORDS:
         return "path"
     if last in _NAME_WORDS:
@@ -245,6 +248,8 @@ def fits_kind(kind: str, value: str) -> bool:
     if kind == "path":
         looks = value.startswith(("/", "~", "./")) or "/" in value or _FILE_NAME.match(value)
         return bool(looks) and "://" not in value and not re.search(r"[\s*?]|:$", value)
+    if kind == "zone":
+        return _ZONE_VALUE.match(value) is not None
     if kind == "root":
         return value.startswith("/") and not re.search(r"[\s*?]|://|:$", value)
     if kind == "pattern":
@@ -633,7 +638,7 @@ class McpExplorePolicy(Policy[Any]):
         for field, value in action.arguments.items() if valid else ():
             schema = properties.get(field) if isinstance(properties.get(field), Mapping) else {}
             kind = field_kind(field, schema)
-            if kind not in ("path", "root", "name", "url"):
+            if kind not in ("path", "root", "zone", "name", "url"):
                 continue
             values = value if isinstance(value, list) else [value]
             for item in values:
@@ -907,7 +912,12 @@ class McpExplorePolicy(Policy[Any]):
                 schema.get("type") == "array" and items.get("type") == "string"
             )
             made = _MADE_FIELD.match(field) is not None
-            if kind in ("path", "root", "name") and strings and field in arguments and not made:
+            if (
+                kind in ("path", "root", "zone", "name")
+                and strings
+                and field in arguments
+                and not made
+            ):
                 options.append((field, kind))
         if not options:
             return None
