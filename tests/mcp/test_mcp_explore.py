@@ -475,3 +475,46 @@ def test_generating_a_call_takes_a_few_milliseconds() -> None:
     per_call_ms = (time.perf_counter() - started) * 1000 / calls
     # About 2-6 ms here; hypothesis-jsonschema building whole objects took 10-30 ms a value.
     assert per_call_ms < 20, per_call_ms
+
+
+# --- on the real servers ---------------------------------------------------------------------
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("server", ["memory", "git"])
+def test_a_walk_on_the_real_server_is_the_same_from_the_same_seed(
+    server: str, mcp_image: str
+) -> None:
+    # These two servers answer the same calls the same way (no clock in their answers), so
+    # the same seed must give the same calls, answers included, episode after episode.
+    from worldtrace.collectors.mcp.environment import McpConfig, McpEnvironment
+
+    def real_walk(seed: int) -> tuple[list[str], list[str], list[dict[str, Any]]]:
+        environment = McpEnvironment(McpConfig(server=server))
+        policy = McpExplorePolicy(steps=15, invalid_share=0.2)
+        try:
+            observation = environment.reset(seed, None)
+            policy.reset(seed, None)
+            texts, observations = [], []
+            while (action := policy.act(observation, [])) is not None:
+                outcome = environment.step(action, 30)
+                assert not outcome.truncated, outcome.error
+                observation = outcome.observation
+                texts.append(action.text)
+                observations.append(observation)
+            return texts, list(policy.call_kinds()), observations
+        finally:
+            environment.close()
+
+    texts, kinds, observations = real_walk(21)
+    assert real_walk(21)[:2] == (texts, kinds)
+    assert real_walk(22)[0] != texts
+    answered = 0
+    for kind, observation in zip(kinds, observations, strict=True):
+        if kind == "valid":
+            assert observation["schema_problems"] == []
+        if kind in ("wrong_type", "missing_required", "unknown_tool"):
+            assert observation["schema_problems"]
+        result = observation["result"]
+        answered += result is not None and not result.get("isError")
+    assert answered >= 5  # calls that chain through seen values mostly work
