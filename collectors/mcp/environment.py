@@ -160,6 +160,16 @@ class McpEnvironment(DriverEnvironment[McpConfig, Any]):
                 site.close()
             raise
         self._site = site
+        # A task's own starting point beyond the seed (a commit task's uncommitted edits),
+        # in place before the server starts and the first snapshot is taken.
+        for argv in getattr(task, "setup", ()):
+            result = self.sandbox.exec(list(argv), timeout=CHECK_TIMEOUT_S)
+            if result.exit_code != 0:
+                raise SandboxError(
+                    f"the setup of task {getattr(task, 'name', task)!r} failed ({argv[0]} "
+                    f"exited with {result.exit_code}): "
+                    f"{result.stderr.decode(errors='replace')[-500:]}"
+                )
         self._open_driver()
         request: dict[str, Any] = {
             "op": "start",
