@@ -10,16 +10,20 @@ the server's tools (tools it has not called yet more often) and makes the tool's
   goes to ``hypothesis_jsonschema.from_schema``. Letting ``from_schema`` build whole objects
   costs 10-30 ms a value (it re-canonicalises sub-schemas while drawing); this way a value
   costs about 1 ms. Strategies are cached per schema for the life of the process.
-- **Values it has seen.** A string field whose name says what it holds (a path, URL, SQL,
-  or a name, id, branch, timezone …: see :func:`field_kind`) takes, most of the time, a value
-  the episode has already seen: the manifest's ``examples`` from the first observation,
-  strings in earlier results (each text line, its ``[FILE]``/``[DIR]`` entries joined to the
-  listed folder, quoted words, absolute paths, URLs, commit ids, ``key: value`` values, and
-  every string of JSON text and ``structuredContent``), and the path and name arguments of
-  earlier calls that succeeded. Recent values are preferred, so calls chain: list a folder,
-  then read a file in it; create an entity, then open it. Quoted examples in a field's
-  description (``e.g. 'Europe/London'``) count as seen for that field; free-text fields
-  (``content``, ``oldText`` …) take a seen line now and then.
+- **Values it has seen.** A string field whose name says what it holds (see
+  :func:`field_kind`: a root folder like ``repo_path``, a path, a glob pattern, a URL, SQL, a
+  time zone, a time of day, or a name, id, branch, revision …) takes, most of the time
+  (``reuse_share``), a value of that shape the episode knows: quoted examples in the field's
+  description (``e.g., 'Europe/London'``), the manifest's ``examples`` from the first
+  observation, values seen in earlier results, or values the last successful call brought
+  (twice as likely as each other source, so calls chain: list a folder, then open what is in
+  it; create an entity, then open it; write a file, then read it). Values are read from
+  results that are not errors: ``[FILE]``/``[DIR]`` entries joined to the listed folder,
+  ``{"name", "children"}`` trees likewise, quoted words, absolute paths, URLs, commit ids,
+  ``key: value`` values, bullet items, one-word lines, every string of JSON text and of
+  ``structuredContent``, and the path and name arguments of the call itself. Whole lines of
+  words go only to free-text fields (``content``, ``message``, ``oldText`` …), which take a
+  seen line now and then.
 - **Invalid calls.** A share ``invalid_share`` of the calls is deliberately wrong, of one of
   :data:`INVALID_KINDS`: a field of the wrong type, a required field missing (both fail
   :func:`~worldtrace.collectors.mcp.actions.schema_problems`), a seen path or name altered so
@@ -32,7 +36,7 @@ Tools that cannot work unattended are never called (:data:`UNATTENDED_TOOLS`, to
 **Reproducibility.** The choices (tool, seen value, invalid kind) come from a
 ``random.Random(seed)``; the episode's knowledge lives in insertion-ordered dicts, never in
 sets of strings (whose order changes between processes). Schema values come from Hypothesis
-runs through its public API only: ``@given(strategy)`` with ``@seed(n)``,
+runs through its public API: ``@given(strategy)`` with ``@seed(n)``,
 ``settings(database=None, phases=[Phase.generate], max_examples=k, deadline=None)`` and every
 health check off, so nothing depends on the clock, an example database or earlier runs. Each
 run collects a batch of values for one tool; its seed is derived (SHA-256) from the episode
@@ -41,8 +45,8 @@ tools were called before it. The same seed and the same observations give the sa
 any process, as long as the versions of hypothesis and hypothesis-jsonschema are the same:
 :meth:`McpExplorePolicy.describe` records them in the policy version. Hypothesis would also
 mix literals of whatever local modules the process has imported into its values; that is
-switched off during our runs (:func:`_without_local_constants`, the one use of a private
-Hypothesis name). Runs are serialised by a lock (workers are threads). Hypothesis caches
+switched off during our runs (:func:`_without_local_constants`, the one use of private
+Hypothesis names). Runs are serialised by a lock (workers are threads). Hypothesis caches
 Unicode tables under ``.hypothesis/`` in the working directory (or
 ``$HYPOTHESIS_STORAGE_DIRECTORY``); it writes a ``.gitignore`` there.
 """
@@ -65,7 +69,6 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
-from hypothesis.errors import HypothesisException
 from hypothesis.internal.conjecture import providers as hypothesis_providers
 from hypothesis.internal.constants_ast import Constants
 from hypothesis_jsonschema import from_schema
@@ -772,9 +775,12 @@ class McpExplorePolicy(Policy[Any]):
                 size = BATCH_SIZES[min(number, len(BATCH_SIZES) - 1)]
                 seed = _derived_seed(self._seed, name, number)
                 values = draw_values(strategy_for(schema), seed, size + 1)
-            except (HypothesisException, ValueError, TypeError, KeyError) as error:
-                # A schema hypothesis-jsonschema cannot generate from: say so, call the others.
-                reason = f"no values from its input schema: {type(error).__name__}: {error}"
+            except Exception as error:
+                # The schema is the server's: one that hypothesis-jsonschema cannot generate
+                # from (a reference to nowhere, an unknown type, nothing satisfies it) raises
+                # whatever it raises. Say so, and call the other tools.
+                detail = str(error).strip().split("\n")[0][:200]
+                reason = f"no values from its input schema: {type(error).__name__}: {detail}"
                 logger.warning("mcp explore: tool %r skipped, %s", name, reason)
                 self._unusable[name] = reason
                 return None

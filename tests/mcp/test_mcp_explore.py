@@ -459,6 +459,38 @@ def test_a_server_with_nothing_to_call_is_a_clear_error() -> None:
         McpExplorePolicy().act({"state": {}}, [])
 
 
+def test_a_tool_whose_schema_gives_no_values_is_skipped_with_the_reason() -> None:
+    # Made-up tool definitions (a server's schema is third-party data): a reference to
+    # nowhere, an unknown type, a range nothing is in; then one tool that works.
+    broken = {
+        "to-nowhere": {
+            "type": "object",
+            "properties": {"a": {"$ref": "#/nope"}},
+            "required": ["a"],
+        },
+        "unknown-type": {"type": "object", "properties": {"a": {"type": "wat"}}, "required": ["a"]},
+        "empty-range": {
+            "type": "object",
+            "properties": {"n": {"type": "integer", "minimum": 5, "maximum": 1}},
+            "required": ["n"],
+        },
+    }
+    tools = [{"name": name, "inputSchema": schema} for name, schema in broken.items()]
+    tools.append({"name": "works", "inputSchema": {"type": "object", "properties": {}}})
+    policy = McpExplorePolicy(steps=30, invalid_share=0.0)
+    policy.reset(0, None)
+    observation: dict[str, Any] = {"tools": tools, "examples": []}
+    called = set()
+    while (action := policy.act(observation, [])) is not None:
+        called.add(action.name)
+        observation = {"tool": action.name, **plain_answer(action)}
+    assert called == {"works"}
+    reasons = policy.skipped_tools()
+    assert set(reasons) == set(broken)
+    assert "Unresolvable JSON pointer" in reasons["to-nowhere"]
+    assert all(reason.startswith("no values from its input schema") for reason in reasons.values())
+
+
 def test_describe_names_the_policy_and_the_libraries_its_values_come_from() -> None:
     ref = McpExplorePolicy().describe()
     assert (ref.kind, ref.name) == ("explore", "mcp-explore")
