@@ -1,0 +1,111 @@
+"""The scripted mcp task library: its shape, its calls against the real tool lists, its checks.
+
+The checks are played against the real servers of ``worldtrace/mcp``: on a fresh reset, before
+the script, a task's check must fail; after the script it must hold. A sample of tasks (one per
+server, and a git task that starts from a working copy with edits) runs by default; set
+``WORLDTRACE_FULL_TASKS=1`` to play the whole library (about five minutes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from worldtrace.collectors.mcp.actions import schema_problems
+from worldtrace.collectors.mcp.environment import McpConfig, McpEnvironment
+from worldtrace.collectors.mcp.servers import SERVERS
+from worldtrace.collectors.mcp.tasks import SERVER_MODULES, McpTask, load_tasks
+
+TOOL_LISTS = Path(__file__).parent / "data" / "tools"
+"""The servers' tool lists as ``tools/list`` gave them through the driver."""
+
+SAMPLE = (
+    "time-kathmandu-offset-from-utc",
+    "everything-gzip-release-notes",
+    "filesystem-move-tests-into-unit-folder",
+    "git-commit-stopwords-on-feature-branch",
+    "git-cli-commits-in-mid-january",
+    "memory-remove-dissolved-office",
+    "postgres-revenue-by-top-category",
+    "fetch-catalogue-in-pages",
+)
+"""Tasks played by default: one per server, and a git task with setup."""
+
+LIBRARY = {task.name: task for task in load_tasks()}
+FULL = os.environ.get("WORLDTRACE_FULL_TASKS") == "1"
+
+
+def test_every_server_has_at_least_eight_tasks_with_unique_names() -> None:
+    assert set(SERVER_MODULES) == set(SERVERS)
+    counts = Counter(task.server for task in load_tasks())
+    assert all(counts[server] >= 8 for server in SERVERS), counts
+    names = [task.name for task in load_tasks()]
+    assert len(names) == len(set(names))
+    for server in SERVERS:
+        tasks = load_tasks(server)
+        assert tasks and all(task.server == server for task in tasks)
+        assert all(task.name.startswith(f"{server}-") for task in tasks)
+    # A user's own server command has no task module: no tasks rather than an error.
+    assert load_tasks("my-own-server") == ()
+
+
+def test_tasks_are_multi_call_with_an_instruction_and_a_check() -> None:
+    for task in load_tasks():
+        assert task.instruction.strip() and task.category, task.name
+        assert len(task.steps) >= 2, task.name
+        assert callable(task.check), task.name
+
+
+@pytest.mark.parametrize("server", sorted(SERVERS))
+def test_every_call_fits_the_real_tool_list(server: str) -> None:
+    tools = json.loads((TOOL_LISTS / f"{server}.json").read_text())["tools"]
+    problems = {
+        f"{task.name} step {index}": found
+        for task in load_tasks(server)
+        for index, step in enumerate(task.steps)
+        if (found := schema_problems(step, tools))
+    }
+    assert problems == {}
+
+
+@pytest.fixture
+def environments() -> Iterator[list[McpEnvironment]]:
+    """Environments a test opens, closed after it whatever happens."""
+    opened: list[McpEnvironment] = []
+    yield opened
+    for environment in opened:
+        environment.close()
+
+
+def play(task: McpTask, environments: list[McpEnvironment]) -> tuple[float | None, float | None]:
+    """The task's check on a fresh reset, and again after its script: (before, after)."""
+    env = McpEnvironment(McpConfig(server=task.server))
+    environments.append(env)
+    env.reset(0, task)
+    before = env.evaluate(task)
+    for action in task.steps:
+        outcome = env.step(action, timeout_s=60)
+        assert not outcome.truncated, f"{task.name}: {outcome.error}"
+    return before, env.evaluate(task)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("name", SAMPLE)
+def test_sampled_check_fails_before_the_script_and_holds_after(
+    name: str, mcp_image: str, datasette_image: str, environments: list[McpEnvironment]
+) -> None:
+    assert play(LIBRARY[name], environments) == (0.0, 1.0)
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(not FULL, reason="the whole library takes minutes: WORLDTRACE_FULL_TASKS=1")
+@pytest.mark.parametrize("name", sorted(set(LIBRARY) - set(SAMPLE)))
+def test_every_check_fails_before_the_script_and_holds_after(
+    name: str, mcp_image: str, datasette_image: str, environments: list[McpEnvironment]
+) -> None:
+    assert play(LIBRARY[name], environments) == (0.0, 1.0)
