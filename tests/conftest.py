@@ -1,9 +1,9 @@
 """Shared fixtures. Tests marked ``docker`` need the engine and images from `make setup`.
 
 Every cache a test touches is this session's own: Prefect's home (its database), the
-``datasets`` cache (it caches local folders by name, so a stale entry would return old rows)
-and the Hugging Face home. They are set before anything imports Prefect or datasets, and
-subprocesses started by tests inherit them.
+``datasets`` cache (it caches local folders by name, so a stale entry would return old rows),
+the Hugging Face home and Hypothesis's storage. They are set before anything imports Prefect
+or datasets, and subprocesses started by tests inherit them.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ atexit.register(shutil.rmtree, _CACHES, ignore_errors=True)
 os.environ["PREFECT_HOME"] = str(_CACHES / "prefect")
 os.environ["HF_DATASETS_CACHE"] = str(_CACHES / "datasets")
 os.environ["HF_HOME"] = str(_CACHES / "hf")
+# The mcp exploring policy's Hypothesis runs cache Unicode tables there.
+os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = str(_CACHES / "hypothesis")
 # Prefect logs its temporary API server stopping after pytest closed the captured streams.
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 

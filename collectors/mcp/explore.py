@@ -47,8 +47,9 @@ any process, as long as the versions of hypothesis and hypothesis-jsonschema are
 mix literals of whatever local modules the process has imported into its values; that is
 switched off during our runs (:func:`_without_local_constants`, the one use of private
 Hypothesis names). Runs are serialised by a lock (workers are threads). Hypothesis caches
-Unicode tables under ``.hypothesis/`` in the working directory (or
-``$HYPOTHESIS_STORAGE_DIRECTORY``); it writes a ``.gitignore`` there.
+Unicode tables in ``$HYPOTHESIS_STORAGE_DIRECTORY``; unless that is set, this module points
+it at ``$XDG_CACHE_HOME/worldtrace/hypothesis`` (``~/.cache/...``), so a collection leaves no
+``.hypothesis/`` folder wherever it was started.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ import functools
 import hashlib
 import json
 import logging
+import os
 import posixpath
 import random
 import re
@@ -69,6 +71,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
+from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.internal.conjecture import providers as hypothesis_providers
 from hypothesis.internal.constants_ast import Constants
 from hypothesis_jsonschema import from_schema
@@ -77,6 +80,10 @@ from worldtrace.collectors.base import HistoryItem, Policy
 from worldtrace.collectors.mcp.actions import schema_problems, tool_call
 from worldtrace.schemas import Action, PolicyRef
 from worldtrace.schemas.raw import RawObservation
+
+if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+    _cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    set_hypothesis_home_dir(os.path.join(_cache, "worldtrace", "hypothesis"))
 
 logger = logging.getLogger(__name__)
 
