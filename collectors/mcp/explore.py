@@ -68,10 +68,17 @@ from contextlib import contextmanager
 from importlib.metadata import version as installed_version
 from typing import Any
 
+from hypothesis.configuration import set_hypothesis_home_dir
+
+# Importing hypothesis-jsonschema already writes Unicode tables to Hypothesis's storage: point
+# it at the user's cache before that (unless it is set).
+if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+    _cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    set_hypothesis_home_dir(os.path.join(_cache, "worldtrace", "hypothesis"))
+
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
-from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.internal.conjecture import providers as hypothesis_providers
 from hypothesis.internal.constants_ast import Constants
 from hypothesis_jsonschema import from_schema
@@ -80,10 +87,6 @@ from worldtrace.collectors.base import HistoryItem, Policy
 from worldtrace.collectors.mcp.actions import schema_problems, tool_call
 from worldtrace.schemas import Action, PolicyRef
 from worldtrace.schemas.raw import RawObservation
-
-if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
-    _cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    set_hypothesis_home_dir(os.path.join(_cache, "worldtrace", "hypothesis"))
 
 logger = logging.getLogger(__name__)
 
