@@ -38,3 +38,57 @@ def write_report(path: Path, report: dict[str, Any]) -> None:
 def log(message: str) -> None:
     """Progress goes to stderr, so stdout holds only the report tables."""
     print(message, file=sys.stderr, flush=True)
+
+
+def explore_throughput(
+    domain: str,
+    environment: dict[str, Any],
+    episodes_per_worker: int,
+    steps: int,
+    work_dir: Path,
+    workers: tuple[int, ...] = (1, 2, 4),
+) -> dict[str, Any]:
+    """Transitions per second of a real ``explore`` collection with each number of workers.
+
+    A one-step collection runs first and is not counted: the first flow of a process starts
+    Prefect's temporary server, which would be charged to the one-worker run. Returns, per
+    number of workers, the episodes, transitions, seconds, ``steps_per_s`` and the speed-up
+    over one worker.
+    """
+    # Imported here: Prefect reads its log settings at import, after the caller's configure().
+    import time
+
+    from worldtrace.flows.collect import run_collection
+    from worldtrace.flows.config import validate_config
+
+    def config(name: str, count: int, episodes: int, max_steps: int) -> Any:
+        return validate_config(
+            {
+                "domain": domain,
+                "episodes": episodes,
+                "workers": count,
+                "max_steps": max_steps,
+                "out": str(work_dir / name),
+                "policy": {"kind": "explore"},
+                "environment": environment,
+            }
+        )
+
+    run_collection(config("warm-up", 1, 1, 1))
+    results: dict[str, Any] = {}
+    for count in workers:
+        collection = config(f"throughput-{count}", count, episodes_per_worker * count, steps)
+        started = time.perf_counter()
+        summary = run_collection(collection)
+        took = time.perf_counter() - started
+        results[str(count)] = {
+            "episodes": summary["collected"],
+            "transitions": summary["transitions"],
+            "seconds": round(took, 1),
+            "steps_per_s": round(summary["transitions"] / took, 2),
+        }
+        log(f"  {count} worker(s): {results[str(count)]}")
+    one = results[str(workers[0])]["steps_per_s"]
+    for row in results.values():
+        row["speedup"] = round(row["steps_per_s"] / one, 2) if one else None
+    return results

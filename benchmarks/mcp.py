@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from common import loadavg, log, machine_info, write_report
+from common import explore_throughput, loadavg, log, machine_info, write_report
 from rich.console import Console
 from rich.table import Table
 
@@ -52,7 +52,6 @@ from worldtrace.sandboxes.docker import require_image
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 RESULTS_FILE = RESULTS_DIR / "mcp.json"
 TARGET_RATIO = 1.2
-WORKERS = (1, 2, 4)
 STEP_TIMEOUT_S = 30.0
 
 WORKLOAD: dict[str, list[tuple[str, dict[str, Any]]]] = {
@@ -224,47 +223,6 @@ def measure_start(servers: Sequence[str], repeats: int) -> dict[str, Any]:
     return results
 
 
-def measure_throughput(episodes_per_worker: int, steps: int, work_dir: Path) -> dict[str, Any]:
-    """Calls per second of a real ``explore`` collection with 1, 2 and 4 workers.
-
-    A one-step collection runs first and is not counted: the first flow of a process starts
-    Prefect's temporary server, which would be charged to the one-worker run.
-    """
-    from worldtrace.flows.collect import run_collection
-    from worldtrace.flows.config import validate_config
-
-    def config(name: str, workers: int, episodes: int, max_steps: int) -> Any:
-        return validate_config(
-            {
-                "domain": "mcp",
-                "episodes": episodes,
-                "workers": workers,
-                "max_steps": max_steps,
-                "out": str(work_dir / name),
-                "policy": {"kind": "explore"},
-            }
-        )
-
-    run_collection(config("warm-up", 1, 1, 1))
-    results: dict[str, Any] = {}
-    for workers in WORKERS:
-        collection = config(f"throughput-{workers}", workers, episodes_per_worker * workers, steps)
-        started = time.perf_counter()
-        summary = run_collection(collection)
-        took = time.perf_counter() - started
-        results[str(workers)] = {
-            "episodes": summary["collected"],
-            "transitions": summary["transitions"],
-            "seconds": round(took, 1),
-            "calls_per_s": round(summary["transitions"] / took, 2),
-        }
-        log(f"  {workers} worker(s): {results[str(workers)]}")
-    one = results["1"]["calls_per_s"]
-    for row in results.values():
-        row["speedup"] = round(row["calls_per_s"] / one, 2) if one else None
-    return results
-
-
 def print_report(report: dict[str, Any]) -> None:
     """The three tables of the run."""
     console = Console()
@@ -304,7 +262,7 @@ def print_report(report: dict[str, Any]) -> None:
             str(row["episodes"]),
             str(row["transitions"]),
             f"{row['seconds']:.1f}",
-            f"{row['calls_per_s']:.2f}",
+            f"{row['steps_per_s']:.2f}",
             f"{row['speedup']:.2f}",
         )
     console.print(table)
@@ -345,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = measure_start(list(SERVERS), repeats=2 if args.quick else 5)
     log("throughput ...")
     with tempfile.TemporaryDirectory(prefix="worldtrace-bench-mcp-") as work:
-        throughput = measure_throughput(episodes, steps, Path(work))
+        throughput = explore_throughput("mcp", {}, episodes, steps, Path(work))
     report = {
         "benchmark": "mcp",
         "started_at": started.isoformat(),

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from common import loadavg, log, machine_info, write_report
+from common import explore_throughput, loadavg, log, machine_info, write_report
 from rich.console import Console
 from rich.table import Table
 
@@ -50,7 +50,6 @@ from worldtrace.schemas import Action
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 RESULTS_FILE = RESULTS_DIR / "swe.json"
 TARGET_RATIO = 1.15
-WORKERS = (1, 2, 4)
 STEP_TIMEOUT_S = 120.0
 
 
@@ -145,49 +144,6 @@ def measure_overhead(repo: str, rounds: int) -> dict[str, Any]:
     }
 
 
-def measure_throughput(repo: str, episodes_per_worker: int, steps: int, work_dir: Path) -> dict:
-    """Transitions per second of a real ``explore`` collection with 1, 2 and 4 workers.
-
-    A one-step collection runs first and is not counted: the first flow of a process starts
-    Prefect's temporary server, which would be charged to the one-worker run.
-    """
-    # Imported here: Prefect reads its log settings at import, after configure() set them.
-    from worldtrace.flows.collect import run_collection
-    from worldtrace.flows.config import validate_config
-
-    def config(name: str, workers: int, episodes: int, max_steps: int) -> Any:
-        return validate_config(
-            {
-                "domain": "swe",
-                "episodes": episodes,
-                "workers": workers,
-                "max_steps": max_steps,
-                "out": str(work_dir / name),
-                "policy": {"kind": "explore"},
-                "environment": {"repo": repo},
-            }
-        )
-
-    run_collection(config("warm-up", 1, 1, 1))
-    results: dict[str, Any] = {}
-    for workers in WORKERS:
-        collection = config(f"throughput-{workers}", workers, episodes_per_worker * workers, steps)
-        started = time.perf_counter()
-        summary = run_collection(collection)
-        took = time.perf_counter() - started
-        results[str(workers)] = {
-            "episodes": summary["collected"],
-            "transitions": summary["transitions"],
-            "seconds": round(took, 1),
-            "steps_per_s": round(summary["transitions"] / took, 2),
-        }
-        log(f"  {workers} worker(s): {results[str(workers)]}")
-    one = results["1"]["steps_per_s"]
-    for row in results.values():
-        row["speedup"] = round(row["steps_per_s"] / one, 2) if one else None
-    return results
-
-
 def measure_synthesis(repo: str, count: int, seed: int) -> dict[str, Any]:
     """Validated tasks per minute of the bug synthesis, and how many candidates it kept."""
     from worldtrace.collectors.swe.synthesis import SynthesisStats, synthesize
@@ -270,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     overhead = measure_overhead(args.repo, rounds)
     with tempfile.TemporaryDirectory(prefix="bench-swe-", dir=RESULTS_DIR) as tmp:
         log(f"throughput: {episodes} episode(s) of {steps} steps per worker")
-        throughput = measure_throughput(args.repo, episodes, steps, Path(tmp))
+        throughput = explore_throughput("swe", {"repo": args.repo}, episodes, steps, Path(tmp))
     log(f"synthesis: {count} tasks")
     synthesis = measure_synthesis(args.repo, count, seed=1000) if count else {}
     report = {
