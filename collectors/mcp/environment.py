@@ -269,13 +269,7 @@ class McpEnvironment(DriverEnvironment[McpConfig, Any]):
         if isinstance(state, Mapping):
             reply["state"] = dict(state)
         observation = self._call_observation(action, problems, timeout, reply)
-        self._last = observation
-        return StepOutcome(
-            observation=observation,
-            latency_s=time.monotonic() - started,
-            truncated=True,
-            error=reason,
-        )
+        return self._outcome(observation, started, error=reason, truncated=True)
 
     def _request(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """Send one request and return the driver's reply to it (its error raised)."""
