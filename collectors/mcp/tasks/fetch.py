@@ -31,6 +31,7 @@ from worldtrace.collectors.mcp.tasks import (
     container_json,
     result_text,
 )
+from worldtrace.schemas import Action
 
 SITE = "http://127.0.0.1"
 
@@ -54,7 +55,7 @@ def sql_path(sql: str) -> str:
     return "/library.json?" + urlencode({"sql": " ".join(sql.split()), "_shape": "array"})
 
 
-def _fetch(path: str, **options: Any) -> Any:
+def _fetch(path: str, **options: Any) -> Action:
     return tool_call("fetch", {"url": SITE + path, **options})
 
 

@@ -25,6 +25,7 @@ from worldtrace.collectors.mcp.tasks import (
     last_answer,
     result_text,
 )
+from worldtrace.schemas import Action
 
 REPO = "/srv/repo"
 SEEDED_MAIN = ":/^Add a changelog"
@@ -48,7 +49,7 @@ def as_user(script: str) -> tuple[str, ...]:
     return ("runuser", "-u", "user", "--", "sh", "-c", f"cd {REPO} && {script}")
 
 
-def _call(name: str, **arguments: object) -> object:
+def _call(name: str, **arguments: object) -> Action:
     return tool_call(name, {"repo_path": REPO, **arguments})
 
 

@@ -30,6 +30,7 @@ from worldtrace.collectors.mcp.tasks import (
     json_text,
     last_answer,
 )
+from worldtrace.schemas import Action
 
 PSQL = ["runuser", "-u", "postgres", "--", "psql", "-h", "/run/postgresql", "-d", "shop"]
 PSQL_OPTIONS = ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"]
@@ -100,11 +101,11 @@ def unchanged(sql: str, expected: str) -> Callable[[CheckContext], bool]:
     return check
 
 
-def _query(sql: str) -> Any:
+def _query(sql: str) -> Action:
     return tool_call("query", {"sql": " ".join(sql.split())})
 
 
-def _columns(*tables: str) -> Any:
+def _columns(*tables: str) -> Action:
     names = ", ".join(f"'{table}'" for table in tables)
     return _query(
         "SELECT table_name, column_name, data_type FROM information_schema.columns "

@@ -25,6 +25,7 @@ from worldtrace.collectors.mcp.tasks import (
     json_text,
     structured,
 )
+from worldtrace.schemas import Action
 
 NOW_TOLERANCE_S = 600.0
 """How far a reported current time may be from the container's clock at check time."""
@@ -96,9 +97,16 @@ def _current_answer(context: CheckContext, zone: str) -> Mapping[str, Any] | Non
     return None
 
 
-def _same_reading(answer: Mapping[str, Any], zone: str, expected: Mapping[str, Any]) -> bool:
+def _all_found(answers: list[Mapping[str, Any] | None]) -> list[Mapping[str, Any]] | None:
+    """``answers`` if none is missing, else None."""
+    found = [answer for answer in answers if answer is not None]
+    return found if len(found) == len(answers) else None
+
+
+def _same_reading(answer: Any, zone: str, expected: Mapping[str, Any]) -> bool:
     return (
-        answer.get("timezone") == zone
+        isinstance(answer, Mapping)
+        and answer.get("timezone") == zone
         and answer.get("datetime") == expected["datetime"]
         and answer.get("day_of_week") == expected["day_of_week"]
         and answer.get("is_dst") == expected["is_dst"]
@@ -134,14 +142,16 @@ def times_check(
             result = raw.get("result")
             if not isinstance(result, Mapping) or not result.get("isError"):
                 return False
-        conversion_answers = [_conversion_answer(context, wanted) for wanted in conversions]
-        current_answers = [_current_answer(context, zone) for zone in current]
-        if any(answer is None for answer in [*conversion_answers, *current_answers]):
+        conversion_answers = _all_found([_conversion_answer(context, c) for c in conversions])
+        current_answers = _all_found([_current_answer(context, zone) for zone in current])
+        if conversion_answers is None or current_answers is None:
+            return False
+        if not all(isinstance(answer.get("source"), Mapping) for answer in conversion_answers):
             return False
         request = {
             "conversions": [
                 {
-                    "date": str(answer["source"]["datetime"])[:10],  # type: ignore[index]
+                    "date": str(answer["source"].get("datetime"))[:10],
                     "time": time,
                     "source": source,
                     "target": target,
@@ -151,7 +161,7 @@ def times_check(
                 )
             ],
             "instants": [
-                {"zone": zone, "datetime": answer["datetime"]}  # type: ignore[index]
+                {"zone": zone, "datetime": str(answer.get("datetime"))}
                 for zone, answer in zip(current, current_answers, strict=True)
             ],
         }
@@ -159,7 +169,6 @@ def times_check(
         for (source, _, target), answer, expected in zip(
             conversions, conversion_answers, truth["conversions"], strict=True
         ):
-            assert answer is not None
             today = date.fromisoformat(expected["today"])
             answered_on = date.fromisoformat(expected["source"]["datetime"][:10])
             if answered_on not in (today, today - timedelta(days=1)):
@@ -171,7 +180,6 @@ def times_check(
             ):
                 return False
         for zone, answer, expected in zip(current, current_answers, truth["instants"], strict=True):
-            assert answer is not None
             if not _same_reading(answer, zone, expected):
                 return False
             if abs(expected["timestamp"] - truth["now"]) > NOW_TOLERANCE_S:
@@ -181,13 +189,13 @@ def times_check(
     return check
 
 
-def _convert(source: str, time: str, target: str) -> Any:
+def _convert(source: str, time: str, target: str) -> Action:
     return tool_call(
         "convert_time", {"source_timezone": source, "time": time, "target_timezone": target}
     )
 
 
-def _now(zone: str) -> Any:
+def _now(zone: str) -> Action:
     return tool_call("get_current_time", {"timezone": zone})
 
 
