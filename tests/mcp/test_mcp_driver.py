@@ -285,3 +285,56 @@ def test_snapshots_follow_the_servers_changes(driver: Driver, sandbox: DockerSan
     assert after["tables"] == {**before["tables"], "public.probe": 2}
     observed = sandbox.exec([*DRIVER, "--observe", "--server", "postgres"])
     assert json.loads(observed.stdout) == {"state": after}
+
+
+def kept_psql_pids(sandbox: DockerSandbox) -> list[str]:
+    """The pids of the psql processes running in the sandbox (the driver's kept one)."""
+    found = sandbox.exec(["pgrep", "-x", "psql"])
+    return found.stdout.decode().split()
+
+
+def test_postgres_snapshots_keep_one_psql_and_outlive_its_loss(
+    driver: Driver, sandbox: DockerSandbox
+) -> None:
+    seeded = driver.start("postgres")["state"]
+    assert seeded["tables"] and "error" not in seeded
+    (kept,) = kept_psql_pids(sandbox)
+    assert driver.request("observe")["state"] == seeded
+    assert kept_psql_pids(sandbox) == [kept]  # the same process answers every snapshot
+
+    # A kept psql that died: a fresh psql answers at once, the next snapshot keeps a new one.
+    assert sandbox.exec(["kill", "-KILL", kept]).exit_code == 0
+    started = time.monotonic()
+    assert driver.request("observe")["state"] == seeded
+    assert time.monotonic() - started < 3
+    (renewed,) = kept_psql_pids(sandbox)
+    assert renewed != kept
+
+    # A kept psql that hangs: the snapshot still answers, correctly, within its time limit.
+    assert sandbox.exec(["kill", "-STOP", renewed]).exit_code == 0
+    started = time.monotonic()
+    assert driver.request("observe")["state"] == seeded
+    assert time.monotonic() - started < 9  # PSQL_SESSION_TIMEOUT_S (5 s), then a fresh psql
+    assert renewed not in kept_psql_pids(sandbox)
+    assert driver.request("observe")["state"] == seeded
+
+    driver.request("stop")
+    assert kept_psql_pids(sandbox) == []
+
+
+def test_the_kept_psql_session_cannot_write(sandbox: DockerSandbox) -> None:
+    attempt = """
+import sys, time
+sys.path.insert(0, "/opt/worldtrace")
+import mcp_driver
+sessions = mcp_driver.PsqlSessions()
+print(sessions.query("shop", "CREATE TABLE intruder (x int)", time.monotonic() + 5))
+print(sessions.query("shop", "SELECT count(*) FROM pg_tables WHERE tablename = 'intruder'",
+                     time.monotonic() + 5))
+sessions.close()
+"""
+    ran = sandbox.exec([DRIVER[0], "-c", attempt])
+    assert ran.exit_code == 0, ran.stdout
+    refused, count = [line for line in ran.stdout.decode().splitlines() if line.strip()]
+    assert "read-only transaction" in refused
+    assert count.strip() == "0"
