@@ -50,6 +50,20 @@ def _answers(context: CheckContext, tool: str, **arguments: Any) -> list[Mapping
     ]
 
 
+def _number(value: Any) -> float | None:
+    """``value`` as a number (a JSON number or its text), None when it is not one."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _close(value: float | None, expected: float) -> bool:
+    return value is not None and math.isclose(value, expected, rel_tol=1e-12)
+
+
 def _decoded(data: Any) -> bytes | None:
     if not isinstance(data, str):
         return None
@@ -111,8 +125,7 @@ def sum_check(*pairs: tuple[float, float]) -> Callable[[CheckContext], bool]:
                 SUM_TEXT.match(result_text(raw)) for raw in _answers(context, "get-sum", a=a, b=b)
             ]
             if not any(
-                match is not None and math.isclose(float(match.group(3)), a + b, rel_tol=1e-12)
-                for match in reported
+                match is not None and _close(_number(match.group(3)), a + b) for match in reported
             ):
                 return False
         return True
@@ -167,7 +180,10 @@ def annotated_check(context: CheckContext) -> bool:
         annotations = blocks[0].get("annotations") if blocks else None
         if not isinstance(annotations, Mapping) or not annotations.get("audience"):
             return False
-        priorities[kind] = float(annotations.get("priority", -1))
+        priority = _number(annotations.get("priority"))
+        if priority is None:
+            return False
+        priorities[kind] = priority
         wants_image = (answers[-1].get("arguments") or {}).get("includeImage") is True
         images = [block for block in blocks if block.get("type") == "image"]
         if wants_image and not any(valid_png(_decoded(image.get("data"))) for image in images):
