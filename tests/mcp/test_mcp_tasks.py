@@ -8,6 +8,7 @@ server, and a git task that starts from a working copy with edits) runs by defau
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections import Counter
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from worldtrace.collectors.mcp.actions import schema_problems
+from worldtrace.collectors.mcp.actions import schema_problems, tool_call
 from worldtrace.collectors.mcp.environment import McpConfig, McpEnvironment
 from worldtrace.collectors.mcp.servers import SERVERS
 from worldtrace.collectors.mcp.tasks import SERVER_MODULES, McpTask, load_tasks
@@ -100,6 +101,50 @@ def test_sampled_check_fails_before_the_script_and_holds_after(
     name: str, mcp_image: str, datasette_image: str, environments: list[McpEnvironment]
 ) -> None:
     assert play(LIBRARY[name], environments) == (0.0, 1.0)
+
+
+WRONG_LAST_STEP = {
+    # One customer short of the five asked for.
+    "postgres-top-customers-by-spend": (
+        "query",
+        {
+            "sql": "SELECT c.first_name, c.last_name, c.city, "
+            "sum(oi.quantity * oi.unit_price) AS spent FROM customers c "
+            "JOIN orders o ON o.customer_id = c.id JOIN order_items oi ON oi.order_id = o.id "
+            "WHERE o.status = 'delivered' GROUP BY c.id, c.first_name, c.last_name, c.city "
+            "ORDER BY spent DESC, c.id LIMIT 4"
+        },
+    ),
+    # The overdue loans page cut short: the later loans are not in the answer.
+    "fetch-overdue-loans-report": (
+        "fetch",
+        {"url": "http://127.0.0.1/library/overdue_loans", "max_length": 3000},
+    ),
+    # A report with a wrong mean written where the right one belongs.
+    "filesystem-newlyn-monthly-report": (
+        "write_file",
+        {
+            "path": "/srv/project/data/reports/newlyn-2024-03.json",
+            "content": '{"gaps": 0, "highest_m": 5.3, "lowest_m": 1.1, "mean_m": 3.3, '
+            '"readings": 192, "spikes": 0, "station": "newlyn"}\n',
+        },
+    ),
+}
+"""A wrong last call for tasks whose check compares an answer or a file with the truth."""
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("name", sorted(WRONG_LAST_STEP))
+def test_a_wrong_answer_fails_the_check(
+    name: str, mcp_image: str, datasette_image: str, environments: list[McpEnvironment]
+) -> None:
+    task = LIBRARY[name]
+    wrong = tool_call(*WRONG_LAST_STEP[name])
+    assert wrong != task.steps[-1]
+    assert play(dataclasses.replace(task, steps=(*task.steps[:-1], wrong)), environments) == (
+        0.0,
+        0.0,
+    )
 
 
 @pytest.mark.docker
