@@ -61,6 +61,13 @@ ConfigT = TypeVar("ConfigT", bound=EnvironmentConfig)
 TaskT = TypeVar("TaskT", bound=Task)
 
 
+class TaskSetupError(RuntimeError):
+    """A task's own starting point could not be made: the task is broken, retrying won't help.
+
+    Raised at reset when a task's setup command fails or its patch does not apply.
+    """
+
+
 @dataclass(frozen=True)
 class StepOutcome:
     """What the environment returned for one action."""

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from worldtrace.collectors.base import EnvironmentConfig, StepOutcome
+from worldtrace.collectors.base import EnvironmentConfig, StepOutcome, TaskSetupError
 from worldtrace.collectors.driven import LAST_LOOK_TIMEOUT_S, DriverEnvironment
 from worldtrace.collectors.mcp.actions import schema_problems
 from worldtrace.collectors.mcp.render import McpRenderer
@@ -148,7 +148,8 @@ class McpEnvironment(DriverEnvironment[McpConfig, Any]):
 
         The observation holds the server's identity, the protocol version, the tool
         definitions as ``tools/list`` gave them, the manifest's example values, and the state.
-        A server that does not start raises ``SandboxError`` with its stderr.
+        A server that does not start raises ``SandboxError`` with its stderr; a task whose
+        ``setup`` commands (run as root before the server starts) fail, ``TaskSetupError``.
         """
         self.close()
         site = start_site(site_definition(self.config.site)) if self._needs_site else None
@@ -165,7 +166,7 @@ class McpEnvironment(DriverEnvironment[McpConfig, Any]):
         for argv in getattr(task, "setup", ()):
             result = self.sandbox.exec(list(argv), timeout=CHECK_TIMEOUT_S)
             if result.exit_code != 0:
-                raise SandboxError(
+                raise TaskSetupError(
                     f"the setup of task {getattr(task, 'name', task)!r} failed ({argv[0]} "
                     f"exited with {result.exit_code}): "
                     f"{result.stderr.decode(errors='replace')[-500:]}"

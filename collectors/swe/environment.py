@@ -41,7 +41,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import Field
 
-from worldtrace.collectors.base import EnvironmentConfig, StepOutcome
+from worldtrace.collectors.base import EnvironmentConfig, StepOutcome, TaskSetupError
 from worldtrace.collectors.driven import DriverEnvironment
 from worldtrace.collectors.swe.render import OUTPUT_LIMIT_CHARS
 from worldtrace.collectors.swe.tools import check_tool_call, validated_arguments
@@ -136,10 +136,6 @@ class SweConfig(EnvironmentConfig):
     def image_tag(self) -> str:
         """The image episodes run in."""
         return self.image or f"worldtrace/swe-{self.repo}:latest"
-
-
-class TaskSetupError(RuntimeError):
-    """A task's patch did not apply: the task is broken, retrying will not help."""
 
 
 class SweEnvironment(DriverEnvironment[SweConfig, Any]):

@@ -31,7 +31,7 @@ from typing import Any
 
 from pydantic import Field
 
-from worldtrace.collectors.base import EnvironmentConfig, StepOutcome
+from worldtrace.collectors.base import EnvironmentConfig, StepOutcome, TaskSetupError
 from worldtrace.collectors.driven import DriverEnvironment
 from worldtrace.collectors.terminal.tasks.helpers import HOME, TerminalTask
 from worldtrace.sandboxes.docker import Limits, SandboxError
@@ -66,10 +66,6 @@ class TerminalConfig(EnvironmentConfig):
         "output or CPU use by the foreground job",
     )
     setup_timeout_s: float = Field(default=60, gt=0, description="limit for each setup command")
-
-
-class TaskSetupError(RuntimeError):
-    """A task's setup command failed: the task is broken, retrying will not help."""
 
 
 class TerminalEnvironment(DriverEnvironment[TerminalConfig, TerminalTask]):
