@@ -78,7 +78,6 @@ Fields common to replies:
 from __future__ import annotations
 
 import argparse
-import bisect
 import contextlib
 import ctypes
 import hashlib
@@ -86,7 +85,6 @@ import importlib.metadata
 import json
 import os
 import pwd
-import re
 import secrets
 import select
 import signal
@@ -184,170 +182,31 @@ def files_state(root: str) -> dict[str, Any]:
     return {"kind": "files", "root": root, "files": dict(sorted(files.items()))}
 
 
-SHA1_LINE = re.compile(rb"[0-9a-f]{40}\n")
-REF_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+-]*(\.[A-Za-z0-9_+-]+)*")
-"""A ref name component the fast path accepts: a strict subset of what git allows (no leading or
-trailing dot, no "..", no ".lock" end), so every name read is one git shows the same way."""
-IDX_V2_HEADER = b"\xfftOc\x00\x00\x00\x02"
-
-
-def plain_ref_name(name: str) -> bool:
-    """Whether ``name`` ("heads/main") is made only of components REF_COMPONENT accepts."""
-    return all(
-        REF_COMPONENT.fullmatch(part) and not part.endswith(".lock") for part in name.split("/")
-    )
-
-
-class UnusualRepository(Exception):
-    """Something the direct reading of refs does not cover: git itself must answer."""
-
-
-def packed_object_names(git_dir: str) -> list[bytes]:
-    """The sorted object ids (20 bytes each) of every pack index with its pack present."""
-    names: list[bytes] = []
-    pack_dir = os.path.join(git_dir, "objects", "pack")
-    for entry in sorted(os.listdir(pack_dir)) if os.path.isdir(pack_dir) else []:
-        if not entry.endswith(".idx"):
-            continue
-        if not os.path.isfile(os.path.join(pack_dir, entry[: -len(".idx")] + ".pack")):
-            continue
-        with open(os.path.join(pack_dir, entry), "rb") as handle:
-            data = handle.read()
-        if not data.startswith(IDX_V2_HEADER):
-            raise UnusualRepository(f"pack index {entry} is not version 2")
-        count = int.from_bytes(data[8 + 255 * 4 : 8 + 256 * 4], "big")
-        start = 8 + 256 * 4
-        names.extend(data[start + 20 * i : start + 20 * (i + 1)] for i in range(count))
-    names.sort()
-    return names
-
-
-def read_refs(git_dir: str) -> tuple[str | None, str | None, dict[str, str], dict[str, str]]:
-    """HEAD's commit, the short branch name, branches and tags, read from the files.
-
-    The same as ``git show-ref --head`` and ``git symbolic-ref -q --short HEAD`` give for an
-    ordinary repository (loose and packed refs, SHA-1, every ref naming an object that exists),
-    without starting two processes. Anything else (a symbolic or malformed ref, an unusual
-    name, a branch name that could be ambiguous, a missing object, alternates, extensions, a
-    linked worktree) raises UnusualRepository.
-    """
-    if not os.path.isdir(git_dir) or os.path.exists(os.path.join(git_dir, "commondir")):
-        raise UnusualRepository("not a plain .git folder")
-    if os.path.exists(os.path.join(git_dir, "objects", "info", "alternates")):
-        raise UnusualRepository("alternates")
-    with open(os.path.join(git_dir, "config"), "rb") as handle:
-        if b"extensions" in handle.read().lower():
-            raise UnusualRepository("repository extensions")
-    refs: dict[str, str] = {}  # "heads/main" -> sha, loose refs over packed ones
-    packed_names: set[str] = set()
-    with (
-        contextlib.suppress(FileNotFoundError),
-        open(os.path.join(git_dir, "packed-refs"), encoding="utf-8") as f,
-    ):
-        for number, line in enumerate(f):
-            if number == 0 and line.startswith("# pack-refs with:"):
-                continue
-            sha, _, name = line.rstrip("\n").partition(" ")
-            if not SHA1_LINE.fullmatch(sha.encode() + b"\n") or not name.startswith("refs/"):
-                if line.startswith("^") and SHA1_LINE.fullmatch(line[1:].encode()):
-                    continue  # the peeled object of the tag above
-                raise UnusualRepository(f"packed-refs line {line!r}")
-            packed_names.add(name)
-            for kind in ("heads/", "tags/"):
-                if name.startswith("refs/" + kind):
-                    if not plain_ref_name(name.removeprefix("refs/")):
-                        raise UnusualRepository(f"ref name {name!r}")
-                    refs[name.removeprefix("refs/")] = sha
-    for kind in ("heads", "tags"):
-        top = os.path.join(git_dir, "refs", kind)
-        for folder, dirs, files in os.walk(top):
-            for file in files:
-                path = os.path.join(folder, file)
-                name = os.path.relpath(path, os.path.join(git_dir, "refs"))
-                if os.path.islink(path) or not plain_ref_name(name):
-                    raise UnusualRepository(f"ref {name!r}")
-                with open(path, "rb") as handle:
-                    content = handle.read(64)
-                if not SHA1_LINE.fullmatch(content):
-                    raise UnusualRepository(f"ref {name!r} holds {content[:50]!r}")
-                refs[name] = content[:40].decode()
-            if any(os.path.islink(os.path.join(folder, d)) for d in dirs):
-                raise UnusualRepository(f"a link among the ref folders in {folder}")
-    with open(os.path.join(git_dir, "HEAD"), "rb") as handle:
-        head_text = handle.read(512)
-    head: str | None
-    branch: str | None = None
-    if SHA1_LINE.fullmatch(head_text):
-        head = head_text[:40].decode()
-    elif head_text.startswith(b"ref: refs/heads/") and head_text.endswith(b"\n"):
-        branch = head_text[len(b"ref: refs/heads/") : -1].decode("utf-8", "replace")
-        if not plain_ref_name(branch):
-            raise UnusualRepository(f"HEAD names {branch!r}")
-        # symbolic-ref --short says "heads/<name>" when another ref could take the short name.
-        for rival in (branch, f"refs/{branch}", f"refs/tags/{branch}", f"refs/remotes/{branch}"):
-            if rival in packed_names or os.path.lexists(os.path.join(git_dir, rival)):
-                raise UnusualRepository(f"the short name {branch!r} may be ambiguous")
-        rival = f"refs/remotes/{branch}/HEAD"
-        if rival in packed_names or os.path.lexists(os.path.join(git_dir, rival)):
-            raise UnusualRepository(f"the short name {branch!r} may be ambiguous")
-        head = refs.get(f"heads/{branch}")
-    else:
-        raise UnusualRepository(f"HEAD holds {head_text[:60]!r}")
-    # show-ref skips (HEAD: fails on) a ref whose object is missing, with a message: git says it.
-    packed = None
-    for sha in {*refs.values(), *([head] if head else [])}:
-        if os.path.isfile(os.path.join(git_dir, "objects", sha[:2], sha[2:])):
-            continue
-        packed = packed_object_names(git_dir) if packed is None else packed
-        wanted = bytes.fromhex(sha)
-        at = bisect.bisect_left(packed, wanted)
-        if at == len(packed) or packed[at] != wanted:
-            raise UnusualRepository(f"object {sha} is missing")
-    ordered = sorted(refs.items())
-    branches = {name.removeprefix("heads/"): sha for name, sha in ordered if name[:6] == "heads/"}
-    tags = {name.removeprefix("tags/"): sha for name, sha in ordered if name[:5] == "tags/"}
-    return head, branch, branches, tags
-
-
 def git_state(root: str) -> dict[str, Any]:
-    """HEAD, branch, branches, tags and ``git status`` of the repository at ``root``.
-
-    ``git status`` runs while the refs are read from the files (read_refs); only for an unusual
-    repository do ``git show-ref --head`` and ``git symbolic-ref`` answer instead.
-    """
+    """HEAD, branch, branches, tags and ``git status`` of the repository at ``root``."""
     git = ["git", "-c", "safe.directory=*", "--no-optional-locks", "-C", root]
+    argvs = (
+        [*git, "show-ref", "--head"],
+        [*git, "symbolic-ref", "-q", "--short", "HEAD"],
+        [*git, "status", "--porcelain=v1", "--untracked-files=all"],
+    )
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C.UTF-8", "HOME": "/"}
-    status_argv = [*git, "status", "--porcelain=v1", "--untracked-files=all"]
+    # All three at once: a snapshot waits for the slowest, not for the sum.
     started = [
-        subprocess.Popen(status_argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        for argv in argvs
     ]
-    direct = None
-    try:
-        direct = read_refs(os.path.join(root, ".git"))
-    except (UnusualRepository, OSError, ValueError):
-        # All at once: a snapshot waits for the slowest, not for the sum.
-        started += [
-            subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-            for argv in (
-                [*git, "show-ref", "--head"],
-                [*git, "symbolic-ref", "-q", "--short", "HEAD"],
-            )
-        ]
     outputs = []
     for process in started:
         out, err = process.communicate(timeout=SNAPSHOT_TIMEOUT_S)
         outputs.append((process.returncode, out.decode("utf-8", "replace"), err.decode()))
-    status_code, status, status_err = outputs[0]
+    (refs_code, refs, refs_err), (_, branch, _), (status_code, status, status_err) = outputs
     state: dict[str, Any] = {"kind": "git", "root": root, "head": None, "branch": None}
     state.update(branches={}, tags={}, status=None)
     if status_code != 0:
         state["error"] = status_err.strip() or f"git status exited {status_code}"
         return state
     state["status"] = status.splitlines()
-    if direct is not None:
-        state["head"], state["branch"], state["branches"], state["tags"] = direct
-        return state
-    (refs_code, refs, refs_err), (_, branch, _) = outputs[1:]
     state["branch"] = branch.strip() or None
     # show-ref exits 1 when there are no refs (a repository without commits).
     if refs_code not in (0, 1):
