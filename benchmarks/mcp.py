@@ -107,7 +107,7 @@ class BareSession:
     """A bare SDK client session on the host, its server in the container via ``docker exec -i``.
 
     The SDK's own ``stdio_client`` and ``ClientSession``, entered and left in one task (the
-    SDK requires it); calls are handed to that task through a memory stream.
+    SDK requires it), nothing recorded.
     """
 
     def __init__(self, container_id: str, server: str) -> None:
@@ -125,10 +125,10 @@ class BareSession:
     ) -> dict[str, list[float]]:
         """Time ``rounds`` rounds of ``calls`` in one session; per-call seconds by tool."""
 
-        async def run() -> dict[str, list[float]]:
+        async def run(errlog: Any) -> dict[str, list[float]]:
             times: dict[str, list[float]] = {name: [] for name, _ in calls}
             async with (
-                self.sdk.client.stdio.stdio_client(self.params) as (read, write),
+                self.sdk.client.stdio.stdio_client(self.params, errlog=errlog) as (read, write),
                 self.sdk.ClientSession(read, write) as session,
             ):
                 await session.initialize()
@@ -141,7 +141,9 @@ class BareSession:
                         times[name].append(time.perf_counter() - started)
             return times
 
-        return anyio.run(run)
+        # The server's stderr (its start-up banner) is not the report's business.
+        with open(os.devnull, "w") as errlog:
+            return anyio.run(run, errlog)
 
 
 def measure_overhead(server: str, rounds: int, blocks: int) -> dict[str, Any]:
