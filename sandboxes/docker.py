@@ -315,7 +315,13 @@ class DockerSandbox:
         return self.container.image.id
 
     def start(self) -> DockerSandbox:
-        """Create and start the container, with its capped disk unless ``disk_mb`` is None."""
+        """Create and start the container, with its capped disk unless ``disk_mb`` is None.
+
+        A sandbox holds one container: starting it twice (``with sandbox.start():``) is an
+        error, not a second container the first one's owner can no longer remove.
+        """
+        if self._container is not None:
+            raise SandboxError(f"this sandbox already runs container {self._container.name}")
         image = _local_image(self.image, self.client)
         # The name is chosen here so that the disk, made first, carries it too (see gc).
         name = f"wt-{uuid.uuid4().hex[:16]}"

@@ -279,7 +279,7 @@ def test_start_postgres_is_idempotent_and_fast(sandbox: DockerSandbox) -> None:
 
 def test_postgres_starts_cold_under_network_none(mcp_image: str) -> None:
     """A fresh sandbox without network starts the cluster from the image in under 2 s."""
-    with DockerSandbox(IMAGE_TAG, limits=Limits(disk_mb=128), network="none").start() as box:
+    with DockerSandbox(IMAGE_TAG, limits=Limits(disk_mb=128), network="none") as box:
         started = time.monotonic()
         result = box.exec(["/opt/worldtrace/start_postgres.sh"], timeout=30)
         took = time.monotonic() - started

@@ -99,6 +99,18 @@ def test_sandboxes_are_removed_on_ctrl_c_and_sigterm(terminal_image, sig):
     )
 
 
+def test_a_sandbox_started_twice_is_an_error_not_a_leaked_container(terminal_image):
+    client = docker.from_env()
+    sandbox = DockerSandbox(terminal_image, limits=Limits(disk_mb=None))
+    with sandbox:
+        with pytest.raises(SandboxError, match="already runs container"):
+            sandbox.start()
+        mine = client.containers.list(
+            all=True, filters={"label": [LABEL, f"{OWNER_PID_LABEL}={os.getpid()}"]}
+        )
+        assert [c.id for c in mine] == [sandbox.container.id]
+
+
 def test_background_process_runs_detached_logs_and_reports_its_exit(terminal_image):
     with DockerSandbox(terminal_image) as sandbox:
         server = sandbox.start_background(
