@@ -42,7 +42,9 @@ from typing import Annotated
 
 import typer
 
-from worldtrace.schemas.errors import InputError, SetupError
+# worldtrace.schemas.errors is imported where an error is raised: the schemas package imports
+# datasets (a second, and it reads its log settings on import), and the command line imports
+# this module before it configures logging.
 
 SERVER_HOME_ENV = "WORLDTRACE_SERVER_HOME"
 DEFAULT_HOST = "127.0.0.1"
@@ -119,14 +121,22 @@ class ServerState:
         return (datetime.now(UTC) - datetime.fromisoformat(self.started_at)).total_seconds()
 
 
-def read_state() -> ServerState | None:
-    """The state file's content, or None when no server was started."""
-    path = state_path()
+def _load_state() -> ServerState | None:
+    """The state file's content, or None; OSError, ValueError or TypeError if unreadable."""
     try:
-        return ServerState(**json.loads(path.read_text(encoding="utf-8")))
+        return ServerState(**json.loads(state_path().read_text(encoding="utf-8")))
     except FileNotFoundError:
         return None
+
+
+def read_state() -> ServerState | None:
+    """The state file's content, or None when no server was started."""
+    try:
+        return _load_state()
     except (OSError, ValueError, TypeError) as error:
+        from worldtrace.schemas.errors import SetupError
+
+        path = state_path()
         raise SetupError(
             f"cannot read the Prefect server's state file {path} ({error}); stop the server "
             "if it runs (its pid is in the file) and remove the file"
@@ -182,6 +192,8 @@ def healthy(api_url: str, timeout_s: float = HEALTH_TIMEOUT_S) -> bool:
 
 def database_url(given: str | None, home: Path) -> str:
     """The connection URL the server uses: SQLite in ``home`` unless ``given``, validated."""
+    from worldtrace.schemas.errors import InputError, SetupError
+
     if given is None:
         return f"sqlite+aiosqlite:///{home / 'prefect.db'}"
     scheme, separator, rest = given.partition("://")
@@ -215,6 +227,8 @@ def _log_tail(since: int) -> str:
 
 def _terminate(state: ServerState, timeout_s: float) -> None:
     """SIGTERM the server's process group, SIGKILL it if it has not ended within the timeout."""
+    from worldtrace.schemas.errors import SetupError
+
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             # Its own session: the group id is its pid, and the group holds any helpers.
@@ -231,6 +245,8 @@ def _terminate(state: ServerState, timeout_s: float) -> None:
 
 def _check_port_free(host: str, port: int) -> None:
     """Fail at once when something listens there: its health check would pass for ours."""
+    from worldtrace.schemas.errors import SetupError
+
     try:
         with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
             # As uvicorn binds: a port whose last connections are in TIME_WAIT is free.
@@ -271,6 +287,8 @@ def start(
     settings, and :class:`SetupError` (with the end of the server's log) when the server exits
     or does not answer within ``timeout_s``.
     """
+    from worldtrace.schemas.errors import InputError
+
     home = server_home()
     url = database_url(database, home)
     shown_database = hide_password(url)
@@ -331,6 +349,8 @@ def start(
 def _wait_until_healthy(
     state: ServerState, process: subprocess.Popen[bytes] | None, since: int, timeout_s: float
 ) -> None:
+    from worldtrace.schemas.errors import SetupError
+
     deadline = time.monotonic() + timeout_s
     while not healthy(state.api_url):
         exited = process.poll() if process is not None else (None if alive(state) else -1)
@@ -384,9 +404,9 @@ def select_api() -> str:
     if user_url:
         return f"Prefect API at {user_url} (your PREFECT_API_URL)"
     try:
-        state = read_state()
-    except SetupError as error:
-        return f"{EPHEMERAL_LINE}; {error}"
+        state = _load_state()
+    except (OSError, ValueError, TypeError) as error:
+        return f"{EPHEMERAL_LINE}; cannot read {state_path()}: {error}"
     if state is None or not alive(state):
         return EPHEMERAL_LINE
     if not healthy(state.api_url):
