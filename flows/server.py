@@ -197,7 +197,7 @@ def database_url(given: str | None, home: Path) -> str:
     if given is None:
         return f"sqlite+aiosqlite:///{home / 'prefect.db'}"
     scheme, separator, rest = given.partition("://")
-    if not separator or not rest or scheme not in DATABASE_SCHEMES:
+    if not separator or not rest.strip("/") or scheme not in DATABASE_SCHEMES:
         hint = ""
         if scheme in ("postgresql", "postgres", "postgresql+psycopg2", "postgresql+psycopg"):
             hint = " (Prefect talks to PostgreSQL through asyncpg: write postgresql+asyncpg://)"
@@ -206,6 +206,9 @@ def database_url(given: str | None, home: Path) -> str:
             "give postgresql+asyncpg://USER:PASSWORD@HOST:PORT/DATABASE, or "
             "sqlite+aiosqlite:///PATH (the default is SQLite in the server's home)"
         )
+    if scheme == "sqlite+aiosqlite" and rest.startswith("/") and not rest.startswith("//"):
+        # A relative path: relative to where the command runs, not to the server's home.
+        return f"{scheme}:///{Path(rest[1:]).resolve()}"
     if scheme == "postgresql+asyncpg" and find_spec("asyncpg") is None:
         raise SetupError(
             "a PostgreSQL database needs the asyncpg package: .venv/bin/pip install asyncpg"
@@ -305,14 +308,14 @@ def start(
     _check_port_free(host, port)
 
     home.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "prefect", "server", "start"]
+    command = [sys.executable, "-m", "prefect", "server", "start", "--host", host]
     with log_path().open("ab") as log:
         since = log.tell()
         header = f"--- worldtrace server start {datetime.now(UTC).isoformat()} {host}:{port}"
         log.write(f"{header} {shown_database}\n".encode())
         log.flush()
         process = subprocess.Popen(
-            [*command, "--host", host, "--port", str(port)],
+            [*command, "--port", str(port)],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -353,9 +356,13 @@ def _wait_until_healthy(
 
     deadline = time.monotonic() + timeout_s
     while not healthy(state.api_url):
-        exited = process.poll() if process is not None else (None if alive(state) else -1)
-        if exited is not None:
-            how = f"it exited with status {exited}" if exited != -1 else "it ended"
+        if process is not None and process.poll() is not None:
+            how = f"it exited with status {process.returncode}"
+        elif process is None and not alive(state):
+            how = "it ended"
+        else:
+            how = None
+        if how is not None:
             raise SetupError(
                 f"the Prefect server did not start at {state.url}: {how}. The end of its log "
                 f"{log_path()}:\n{_log_tail(since)}"

@@ -1,0 +1,342 @@
+"""`worldtrace server`: a real Prefect server in the background, and the commands that use it.
+
+One server per module (a start costs 5 to 15 s here), in a home of its own
+(``WORLDTRACE_SERVER_HOME``) on a free port. Commands run as real ``worldtrace`` processes: the
+server must outlive the command that started it, and Prefect reads ``PREFECT_API_URL`` only
+when a process imports it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from worldtrace.flows import server
+
+STATUS_LINE = "Prefect server: running"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _worldtrace(
+    args: list[str], env: dict[str, str], timeout: float = 180
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "worldtrace.flows.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _environment(home: Path) -> dict[str, str]:
+    env = {
+        **os.environ,
+        server.SERVER_HOME_ENV: str(home),
+        "WORLDTRACE_LOG_DIR": str(home / "cli-logs"),
+    }
+    env.pop("PREFECT_API_URL", None)
+    return env
+
+
+@dataclass(frozen=True)
+class Served:
+    """The module's server: where it runs and the environment its commands run with."""
+
+    home: Path
+    port: int
+    env: dict[str, str]
+    pid: int
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    home = tmp_path_factory.mktemp("prefect-server")
+    env = _environment(home)
+    port = _free_port()
+    began = time.monotonic()
+    started = _worldtrace(["server", "start", "--port", str(port)], env)
+    assert started.returncode == 0, started.stdout + started.stderr
+    print(f"server start: {time.monotonic() - began:.1f} s")
+    assert f"started at http://127.0.0.1:{port}" in started.stdout
+    pid = json.loads((home / "server.json").read_text())["pid"]
+    try:
+        yield Served(home, port, env, pid)
+    finally:
+        _worldtrace(["server", "stop"], env)
+
+
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def test_start_leaves_a_detached_server_that_status_reports(served: Served) -> None:
+    # The command that started it has exited; the server runs on in a session of its own.
+    assert _running(served.pid)
+    assert os.getsid(served.pid) == served.pid
+    with urllib.request.urlopen(f"{served.url}/api/health", timeout=5) as response:
+        assert response.read() == b"true"
+
+    status = _worldtrace(["server", "status"], served.env)
+    assert status.returncode == 0, status.stderr
+    lines = status.stdout.splitlines()
+    assert lines[0] == STATUS_LINE
+    assert f"url: {served.url}" in lines
+    assert f"pid: {served.pid}" in lines
+    assert f"database: sqlite+aiosqlite:///{served.home / 'prefect.db'}" in lines
+    assert (served.home / "prefect.db").is_file()
+    assert (served.home / "server.log").is_file()
+    assert _worldtrace(["server", "status", "--check"], served.env).returncode == 0
+
+
+@pytest.mark.docker
+def test_a_collection_is_recorded_in_the_running_server(
+    served: Served, terminal_image: str, tmp_path: Path
+) -> None:
+    from prefect.client.orchestration import SyncPrefectClient
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    args = ["collect", "terminal", "--episodes", "1", "--max-steps", "2"]
+    began = time.monotonic()
+    result = _worldtrace([*args, "--out", str(tmp_path), "--run-name", "served"], served.env)
+    print(f"collect through the server: {time.monotonic() - began:.1f} s")
+    assert result.returncode == 0, result.stderr
+    assert f"Prefect server at {served.url}" in result.stderr
+    assert "temporary" not in result.stderr
+
+    with SyncPrefectClient(f"{served.url}/api") as client:
+        runs = [
+            run
+            for run in client.read_flow_runs()
+            if run.parameters.get("run_dir") == str(tmp_path / "served")
+        ]
+        assert len(runs) == 1, runs
+        (run,) = runs
+        assert client.read_flow(run.flow_id).name == "collect"
+        assert run.state is not None and run.state.is_completed()
+        tasks = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run.id]))
+        )
+        assert [task.name.split("-")[:2] for task in tasks] == [["collect", "episode"]]
+
+
+def test_start_again_says_it_runs_and_other_settings_are_refused(served: Served) -> None:
+    again = _worldtrace(["server", "start", "--port", str(served.port)], served.env)
+    assert again.returncode == 0, again.stderr
+    assert f"already running at {served.url} (pid {served.pid})" in again.stdout
+    assert json.loads((served.home / "server.json").read_text())["pid"] == served.pid
+
+    elsewhere = _worldtrace(["server", "start", "--port", str(_free_port())], served.env)
+    assert elsewhere.returncode == 2
+    assert f"already runs at {served.url}" in elsewhere.stderr
+    assert "server stop" in elsewhere.stderr
+
+
+@pytest.mark.parametrize(
+    ("database", "hint"),
+    [
+        ("mysql://worldtrace:s3cret@db/prefect", "postgresql+asyncpg://USER"),
+        ("postgresql://worldtrace:s3cret@db/prefect", "through asyncpg"),
+        ("prefect.db", "postgresql+asyncpg://USER"),
+    ],
+)
+def test_a_database_url_prefect_cannot_use_is_exit_2(
+    served: Served, database: str, hint: str
+) -> None:
+    result = _worldtrace(["server", "start", "--database", database], served.env)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.startswith("error: ")
+    assert hint in result.stderr
+    assert "s3cret" not in result.stderr
+    assert "Traceback" not in result.stderr
+    assert json.loads((served.home / "server.json").read_text())["pid"] == served.pid
+
+
+def test_a_port_in_use_is_a_clear_error(served: Served, tmp_path: Path) -> None:
+    env = _environment(tmp_path)
+    result = _worldtrace(["server", "start", "--port", str(served.port)], env)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"cannot start the Prefect server at 127.0.0.1:{served.port}" in result.stderr
+    assert "another Prefect server" in result.stderr
+    assert not (tmp_path / "server.json").exists()
+
+
+def test_a_server_that_exits_is_a_clear_error_with_the_end_of_its_log(tmp_path: Path) -> None:
+    # Nothing listens on the database's port: the server fails its startup and exits.
+    env = _environment(tmp_path)
+    database = f"postgresql+asyncpg://worldtrace:s3cret@127.0.0.1:{_free_port()}/prefect"
+    port = _free_port()
+    result = _worldtrace(["server", "start", "--port", str(port), "--database", database], env)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"did not start at http://127.0.0.1:{port}: it exited" in result.stderr
+    assert f"The end of its log {tmp_path / 'server.log'}" in result.stderr
+    assert "Application startup failed" in result.stderr  # the log's own words
+    assert "s3cret" not in result.stderr + (tmp_path / "server.log").read_text()
+    assert not (tmp_path / "server.json").exists()
+    assert "stopped" in _worldtrace(["server", "status"], env).stdout
+
+
+@pytest.fixture
+def postgresql() -> Iterator[str]:
+    """A real PostgreSQL (Debian's) on a free loopback port with a ``prefect`` database."""
+    if shutil.which("initdb") is None or shutil.which("pg_ctl") is None:
+        pytest.skip("PostgreSQL's initdb and pg_ctl are not installed")
+    # PostgreSQL refuses to run as root; its user must reach the folder (pytest's are 0700).
+    as_owner = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    folder = Path(tempfile.mkdtemp(prefix="worldtrace-test-postgresql-"))
+    if as_owner:
+        shutil.chown(folder, "postgres")
+    data, port = folder / "data", _free_port()
+    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+    connect = ["-h", "127.0.0.1", "-p", str(port), "-U", "worldtrace"]
+    run = {"check": True, "capture_output": True, "timeout": 60}
+    try:
+        subprocess.run([*as_owner, "initdb", "-D", data, "-A", "trust", "-U", "worldtrace"], **run)
+        start = [*as_owner, "pg_ctl", "-D", data, "-o", options, "-l", folder / "log", "-w"]
+        subprocess.run([*start, "start"], **run)
+        try:
+            subprocess.run(["createdb", *connect, "prefect"], **run)
+            yield f"postgresql+asyncpg://worldtrace:s3cret@127.0.0.1:{port}/prefect"
+        finally:
+            subprocess.run([*as_owner, "pg_ctl", "-D", data, "-m", "immediate", "stop"], **run)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_server_on_postgresql_records_flow_runs_there(tmp_path: Path, postgresql: str) -> None:
+    env = _environment(tmp_path)
+    port = _free_port()
+    started = _worldtrace(["server", "start", "--port", str(port), "--database", postgresql], env)
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert "s3cret" not in started.stdout + (tmp_path / "server.json").read_text()
+        status = _worldtrace(["server", "status"], env).stdout.splitlines()
+        assert f"database: {server.hide_password(postgresql)}" in status
+        # A flow in a fresh process that selects the API as the command line does.
+        probe = (
+            "from worldtrace.flows.server import select_api\n"
+            "print(select_api())\n"
+            "from prefect import flow\n"
+            "flow(name='worldtrace-server-probe')(lambda: 42)()\n"
+        )
+        ran = subprocess.run(
+            [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert ran.returncode == 0, ran.stderr
+        assert ran.stdout.startswith(f"Prefect server at http://127.0.0.1:{port}")
+        database_port = postgresql.rsplit(":", 1)[1].split("/")[0]
+        query = "select f.name, r.state_type from flow_run r join flow f on f.id = r.flow_id"
+        psql = ["psql", "-h", "127.0.0.1", "-p", database_port, "-U", "worldtrace", "-d", "prefect"]
+        rows = subprocess.run(
+            [*psql, "-At", "-c", query],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.split()
+        assert rows == ["worldtrace-server-probe|COMPLETED"]
+    finally:
+        _worldtrace(["server", "stop"], env)
+
+
+def test_select_api_points_prefect_at_the_server_unless_the_user_chose(
+    served: Served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(server.SERVER_HOME_ENV, str(served.home))
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path))  # no profile there
+    # Set, then deleted: undoing restores what the session had, even a value set in between.
+    monkeypatch.setenv("PREFECT_API_URL", "unset by the test")
+    monkeypatch.delenv("PREFECT_API_URL")
+
+    assert server.select_api() == f"Prefect server at {served.url}"
+    assert os.environ["PREFECT_API_URL"] == f"{served.url}/api"
+
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    assert server.select_api() == "Prefect API at http://127.0.0.1:9/api (your PREFECT_API_URL)"
+    assert os.environ["PREFECT_API_URL"] == "http://127.0.0.1:9/api"
+
+    monkeypatch.delenv("PREFECT_API_URL")
+    (tmp_path / "profiles.toml").write_text(
+        'active = "team"\n[profiles.team]\nPREFECT_API_URL = "http://prefect.team:4200/api"\n'
+    )
+    assert "http://prefect.team:4200/api (your PREFECT_API_URL)" in server.select_api()
+    assert "PREFECT_API_URL" not in os.environ
+
+
+def test_select_api_without_a_server_is_instant_and_leaves_prefect_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(server.SERVER_HOME_ENV, str(tmp_path))
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path))
+    monkeypatch.setenv("PREFECT_API_URL", "unset by the test")
+    monkeypatch.delenv("PREFECT_API_URL")
+    began = time.perf_counter()
+    assert server.select_api() == server.EPHEMERAL_LINE
+    assert time.perf_counter() - began < 0.05
+    assert "PREFECT_API_URL" not in os.environ
+
+    # A server that died without `stop` left its state file: nothing is asked of the network.
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = {
+        "pid": gone.pid,
+        "host": "127.0.0.1",
+        "port": 9,
+        "database": "sqlite+aiosqlite:///x.db",
+        "started_at": "2026-01-01T00:00:00+00:00",
+        "process_start": 1,
+    }
+    (tmp_path / "server.json").write_text(json.dumps(stale))
+    began = time.perf_counter()
+    assert server.select_api() == server.EPHEMERAL_LINE
+    assert time.perf_counter() - began < 0.05
+    assert "PREFECT_API_URL" not in os.environ
+
+
+def test_stop_ends_the_server_and_commands_fall_back_to_the_temporary_api(
+    served: Served,
+) -> None:
+    stopped = _worldtrace(["server", "stop"], served.env)
+    assert stopped.returncode == 0, stopped.stderr
+    assert f"Prefect server at {served.url} stopped (pid {served.pid})" in stopped.stdout
+    assert not _running(served.pid)
+    assert not (served.home / "server.json").exists()
+
+    status = _worldtrace(["server", "status"], served.env)
+    assert status.returncode == 0
+    assert status.stdout.splitlines()[0] == "Prefect server: stopped"
+    assert _worldtrace(["server", "status", "--check"], served.env).returncode == 3
+    again = _worldtrace(["server", "stop"], served.env)
+    assert again.returncode == 0
+    assert "not running" in again.stdout
+
+    # A command that runs flows says which API it uses, in one dimmed line.
+    result = _worldtrace(["collect", "fax"], served.env)
+    assert result.returncode == 2
+    assert server.EPHEMERAL_LINE in result.stderr
+    assert served.url not in result.stderr
