@@ -32,6 +32,7 @@ from worldtrace.collectors.recorder import EpisodeAlreadySealed, RunRecorder
 from worldtrace.collectors.registry import get_collector
 from worldtrace.flows import progress
 from worldtrace.flows.config import CollectConfig, claim_run, load_run
+from worldtrace.flows.slots import sandbox_slot
 from worldtrace.flows.stopping import collecting
 from worldtrace.normalizers import normalize_run
 from worldtrace.sandboxes.docker import RUN_LABEL, SandboxError, gc, labelled
@@ -76,24 +77,29 @@ def collect_episode(run_dir: str, config_sha256: str, index: int) -> dict[str, A
     )
     policy = collector.make_policy(config.policy.kind, config.policy.params)
     recorder = RunRecorder(config.run_dir, config.identity())
-    writer = recorder.begin(episode_id)
-    env = collector.make_environment(env_config)
-    try:
-        with labelled({RUN_LABEL: config.resolved_run_name()}):
-            result = run_episode(
-                env,
-                policy,
-                writer,
-                plan,
-                EpisodeLimits(config.max_steps, config.step_timeout_s),
-                on_step=progress.step_done,
-            )
-    except EpisodeInterrupted:
-        return _stopped(episode_id)
-    except SandboxError as error:
-        raise EpisodeSandboxFailed(episode_id, f"{type(error).__name__}: {error}") from None
-    finally:
-        env.close()
+    # A slot of this machine's and this domain's sandbox limits while the sandbox lives, where
+    # such limits exist on a Prefect server (flows/slots.py); nothing at all otherwise.
+    with sandbox_slot(config.domain):
+        if stop_requested():  # asked while waiting for a slot
+            return _stopped(episode_id)
+        writer = recorder.begin(episode_id)
+        env = collector.make_environment(env_config)
+        try:
+            with labelled({RUN_LABEL: config.resolved_run_name()}):
+                result = run_episode(
+                    env,
+                    policy,
+                    writer,
+                    plan,
+                    EpisodeLimits(config.max_steps, config.step_timeout_s),
+                    on_step=progress.step_done,
+                )
+        except EpisodeInterrupted:
+            return _stopped(episode_id)
+        except SandboxError as error:
+            raise EpisodeSandboxFailed(episode_id, f"{type(error).__name__}: {error}") from None
+        finally:
+            env.close()
     progress.episode_done(result)
     return _counts(result)
 
