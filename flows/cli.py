@@ -23,6 +23,8 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
+from worldtrace.flows.deploy import register as register_deploy_commands
+
 if TYPE_CHECKING:  # the libraries read their log settings at import: not before the options
     from worldtrace.collectors.episode import EpisodeResult
 
@@ -56,6 +58,7 @@ app = typer.Typer(
 )
 sandboxes_app = typer.Typer(help="Build, list and clean up sandbox images and containers.")
 app.add_typer(sandboxes_app, name="sandboxes")
+register_deploy_commands(app)
 
 _log_file: Path | None = None
 

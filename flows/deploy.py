@@ -1,0 +1,340 @@
+"""Scheduled deployments, process work pools and workers: ``deploy``, ``deployments``, ``worker``.
+
+``worldtrace deploy CONFIG --name NAME`` validates the config file (a collection config, or with
+``--pipeline`` a pipeline file) before anything is created, creates the process work pool if it
+is missing, and registers a deployment of :func:`~worldtrace.flows.scheduled.scheduled_collect`
+(or :func:`~worldtrace.flows.scheduled.scheduled_pipeline`) with its schedule. The flow is
+found by its module path in the installed ``worldtrace`` package (``entrypoint_type`` module
+path, no source storage, no image): any machine with worldtrace installed runs it. What a run
+records and where is described in :mod:`worldtrace.flows.scheduled`. An ``--interval``
+schedule is anchored at the time of deploying, so its first run comes one interval later; a
+``--cron`` schedule is in UTC. Without either, runs start by hand (``prefect deployment run``
+or the UI).
+
+``worldtrace worker --pool POOL`` runs Prefect's process worker in this process; each flow run
+is a child process. ``--limit`` caps its concurrent flow runs, ``--sandboxes`` sets this
+machine's global concurrency limit on sandboxes (see :mod:`worldtrace.flows.slots`).
+
+All three need a Prefect server (schedules, pools and workers live there): ``PREFECT_API_URL``
+set, e.g. by ``worldtrace server start``. Prefect is imported inside the commands, after the
+command line configured logging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+# worldtrace.schemas.errors is imported where an error is raised: the schemas package imports
+# datasets, which reads its log settings on import, and the command line imports this module
+# before it configures logging.
+
+DEFAULT_POOL = "worldtrace"
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """What ``deploy`` registered."""
+
+    deployment_id: str
+    full_name: str
+    pool: str
+    schedule: str
+    run_prefix: str
+    pool_created: bool
+
+
+def require_server() -> str:
+    """Return the Prefect server's API URL; refuse to go on without one."""
+    from prefect.settings import get_current_settings
+
+    from worldtrace.schemas.errors import SetupError
+
+    url = get_current_settings().api.url
+    if not url:
+        raise SetupError(
+            "deployments, schedules and workers need a Prefect server: start one with "
+            "`worldtrace server start` (or set PREFECT_API_URL to a running server)"
+        )
+    return url
+
+
+def ensure_process_pool(pool: str) -> bool:
+    """Create the process work pool ``pool`` if it is missing; return whether it was created."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+    from prefect.workers.process import ProcessWorker
+
+    from worldtrace.schemas.errors import InputError
+
+    if not NAME_PATTERN.match(pool):
+        raise InputError(f"work pool name {pool!r}: use letters, digits, '.', '_' and '-'")
+    with get_client(sync_client=True) as client:
+        try:
+            existing = client.read_work_pool(pool)
+        except ObjectNotFound:
+            template = ProcessWorker.get_default_base_job_template()
+            try:
+                client.create_work_pool(
+                    WorkPoolCreate(name=pool, type="process", base_job_template=template)
+                )
+            except ObjectAlreadyExists:  # another worker or deploy created it meanwhile
+                return False
+            return True
+    if existing.type != "process":
+        raise InputError(
+            f"work pool {pool!r} is a {existing.type!r} pool; worldtrace deploys to process "
+            "pools (give another --pool)"
+        )
+    return False
+
+
+def _schedule(cron: str | None, interval: float | None) -> tuple[dict[str, Any], str]:
+    """The schedule arguments of a deployment and a description; errors name the bad flag."""
+    from prefect.client.schemas.schedules import CronSchedule
+    from pydantic import ValidationError
+
+    from worldtrace.schemas.errors import ConfigError
+
+    if cron is not None and interval is not None:
+        raise ConfigError("give --cron or --interval, not both")
+    if interval is not None:
+        if interval <= 0:
+            raise ConfigError(f"--interval must be a positive number of seconds, got {interval}")
+        return {"interval": timedelta(seconds=interval)}, f"every {interval:g} s"
+    if cron is not None:
+        try:
+            CronSchedule(cron=cron)
+        except ValidationError as error:
+            problem = error.errors()[0]["msg"].removeprefix("Value error, ")
+            raise ConfigError(
+                f"--cron {cron!r} is not a valid cron expression: {problem}"
+            ) from None
+        return {"cron": cron}, f"cron {cron}"
+    return {}, "none (runs start by hand)"
+
+
+def deploy(
+    config_file: Path,
+    name: str,
+    *,
+    cron: str | None = None,
+    interval: float | None = None,
+    pool: str = DEFAULT_POOL,
+    pipeline: bool = False,
+    working_dir: Path | None = None,
+) -> Deployed:
+    """Register a scheduled deployment of the collection (or pipeline) in ``config_file``.
+
+    Everything is checked first (the name, the schedule, the config file with the domain's
+    own validation, the server), so a bad input creates nothing. Deploying the same name again
+    updates the deployment. Relative paths in the file are relative to ``working_dir``
+    (default: the current folder), where the deployment's runs execute.
+    """
+    from worldtrace.flows.config import load_config
+    from worldtrace.flows.pipeline import file_sha256, load_pipeline_config
+    from worldtrace.schemas.errors import ConfigError
+
+    if not NAME_PATTERN.match(name):
+        raise ConfigError(f"--name {name!r}: use letters, digits, '.', '_' and '-'")
+    schedule, described = _schedule(cron, interval)
+    path = Path(config_file).resolve()
+    collect_config = load_pipeline_config(path).collect if pipeline else load_config(path)
+    sha256 = file_sha256(path)
+    prefix = collect_config.run_name or name
+    require_server()
+    created = ensure_process_pool(pool)
+
+    from prefect.deployments.runner import EntrypointType, RunnerDeployment
+
+    from worldtrace.flows.scheduled import scheduled_collect, scheduled_pipeline
+
+    target = scheduled_pipeline if pipeline else scheduled_collect
+    parameters = (
+        {"pipeline_file": str(path), "sha256": sha256, "run_prefix": prefix}
+        if pipeline
+        else {"config_file": str(path), "config_sha256": sha256, "run_prefix": prefix}
+    )
+    deployment = RunnerDeployment.from_flow(
+        target,
+        name=name,
+        parameters=parameters,
+        entrypoint_type=EntrypointType.MODULE_PATH,
+        job_variables={"working_dir": str((working_dir or Path.cwd()).resolve())},
+        tags=["worldtrace", collect_config.domain],
+        description=f"{collect_config.episodes} {collect_config.domain} episodes from {path}",
+        **schedule,
+    )
+    deployment_id = deployment.apply(work_pool_name=pool)
+    return Deployed(
+        deployment_id=str(deployment_id),
+        full_name=f"{target.name}/{name}",
+        pool=pool,
+        schedule=described,
+        run_prefix=prefix,
+        pool_created=created,
+    )
+
+
+def describe_schedule(schedule: Any) -> str:
+    """One line for a Prefect schedule object."""
+    interval = getattr(schedule, "interval", None)
+    if interval is not None:
+        return f"every {interval.total_seconds():g} s"
+    cron = getattr(schedule, "cron", None)
+    if cron is not None:
+        return f"cron {cron} ({schedule.timezone or 'UTC'})"
+    rrule = getattr(schedule, "rrule", None)
+    return f"rrule {rrule}" if rrule else type(schedule).__name__
+
+
+def list_deployments() -> list[dict[str, str]]:
+    """Every deployment on the server: name, schedules, pool, next scheduled run."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        DeploymentFilter,
+        DeploymentFilterId,
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    rows = []
+    with get_client(sync_client=True) as client:
+        flows: dict[Any, str] = {}
+        for deployment in client.read_deployments():
+            if deployment.flow_id not in flows:
+                flows[deployment.flow_id] = client.read_flow(deployment.flow_id).name
+            upcoming = client.read_flow_runs(
+                deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment.id])),
+                flow_run_filter=FlowRunFilter(
+                    state=FlowRunFilterState(
+                        type=FlowRunFilterStateType(any_=[StateType.SCHEDULED])
+                    )
+                ),
+                sort=FlowRunSort.EXPECTED_START_TIME_ASC,
+                limit=1,
+            )
+            schedules = [
+                describe_schedule(s.schedule) + ("" if s.active else " (inactive)")
+                for s in deployment.schedules
+            ]
+            rows.append(
+                {
+                    "deployment": f"{flows[deployment.flow_id]}/{deployment.name}",
+                    "schedule": "; ".join(schedules) or "none",
+                    "pool": deployment.work_pool_name or "",
+                    "paused": "yes" if deployment.paused else "no",
+                    "next run": (
+                        upcoming[0].expected_start_time.isoformat(timespec="seconds")
+                        if upcoming and upcoming[0].expected_start_time
+                        else "-"
+                    ),
+                }
+            )
+    return sorted(rows, key=lambda row: row["deployment"])
+
+
+def run_worker(
+    pool: str, limit: int | None, sandboxes: int | None, name: str | None = None
+) -> None:
+    """Run a Prefect process worker on ``pool`` in this process until it is stopped."""
+    from prefect.workers.process import ProcessWorker
+
+    from worldtrace.flows.slots import set_machine_limit
+
+    require_server()
+    ensure_process_pool(pool)
+    if sandboxes is not None:
+        limit_name = set_machine_limit(sandboxes)
+        Console(stderr=True).print(f"{limit_name}: at most {sandboxes} sandbox(es) at once")
+
+    async def work() -> None:
+        async with ProcessWorker(work_pool_name=pool, limit=limit, name=name) as worker:
+            await worker.start()
+
+    asyncio.run(work())
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``deploy``, ``deployments`` and ``worker`` to the ``worldtrace`` command line."""
+
+    @app.command("deploy")
+    def deploy_command(
+        config_file: Annotated[
+            Path, typer.Argument(help="collection config YAML (a pipeline file with --pipeline)")
+        ],
+        name: Annotated[str, typer.Option("--name", help="deployment name")],
+        cron: Annotated[
+            str | None, typer.Option(help="cron schedule, e.g. '0 2 * * *' (UTC)")
+        ] = None,
+        interval: Annotated[float | None, typer.Option(help="run every this many seconds")] = None,
+        pool: Annotated[str, typer.Option(help="process work pool (created if missing)")] = (
+            DEFAULT_POOL
+        ),
+        pipeline: Annotated[
+            bool, typer.Option("--pipeline", help="deploy collect → curate → publish")
+        ] = False,
+    ) -> None:
+        """Deploy a scheduled collection (or pipeline) to a work pool on the Prefect server."""
+        deployed = deploy(
+            config_file, name, cron=cron, interval=interval, pool=pool, pipeline=pipeline
+        )
+        table = Table(title="deployment", show_header=False, title_justify="left")
+        for key, value in (
+            ("name", deployed.full_name),
+            ("id", deployed.deployment_id),
+            ("schedule", deployed.schedule),
+            ("pool", deployed.pool + (" (created)" if deployed.pool_created else "")),
+            ("run directories", f"{deployed.run_prefix}-<scheduled time>"),
+        ):
+            table.add_row(key, value)
+        Console().print(table)
+        Console(stderr=True).print(
+            f"start a worker: worldtrace worker --pool {deployed.pool}", highlight=False
+        )
+
+    @app.command("deployments")
+    def deployments_command() -> None:
+        """List the deployments on the Prefect server with their schedules and next runs."""
+        url = require_server()
+        rows = list_deployments()
+        if not rows:
+            Console(stderr=True).print(f"no deployments on {url}", highlight=False)
+            return
+        table = Table()
+        for column in ("deployment", "schedule", "pool", "paused", "next run"):
+            # Folded, not cut: a user copies deployment names from here.
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            table.add_row(*row.values())
+        Console().print(table)
+
+    @app.command("worker")
+    def worker_command(
+        pool: Annotated[str, typer.Option(help="work pool to take flow runs from")] = (
+            DEFAULT_POOL
+        ),
+        limit: Annotated[
+            int | None, typer.Option(min=1, help="flow runs at the same time (default: no cap)")
+        ] = None,
+        sandboxes: Annotated[
+            int | None,
+            typer.Option(min=1, help="sandboxes at the same time on this machine, all runs"),
+        ] = None,
+        name: Annotated[str | None, typer.Option(help="worker name shown in Prefect")] = None,
+    ) -> None:
+        """Run a Prefect process worker that executes the pool's flow runs on this machine."""
+        run_worker(pool, limit, sandboxes, name)
