@@ -101,14 +101,19 @@ def test_sandboxes_are_removed_on_ctrl_c_and_sigterm(terminal_image, sig):
 
 def test_a_sandbox_started_twice_is_an_error_not_a_leaked_container(terminal_image):
     client = docker.from_env()
+
+    def ours() -> set[str]:
+        # Other tests' shared sandboxes of this process may be running too.
+        mine = {"label": [LABEL, f"{OWNER_PID_LABEL}={os.getpid()}"]}
+        return {container.id for container in client.containers.list(all=True, filters=mine)}
+
+    before = ours()
     sandbox = DockerSandbox(terminal_image, limits=Limits(disk_mb=None))
     with sandbox:
         with pytest.raises(SandboxError, match="already runs container"):
             sandbox.start()
-        mine = client.containers.list(
-            all=True, filters={"label": [LABEL, f"{OWNER_PID_LABEL}={os.getpid()}"]}
-        )
-        assert [c.id for c in mine] == [sandbox.container.id]
+        assert ours() - before == {sandbox.container.id}
+    assert ours() == before
 
 
 def test_background_process_runs_detached_logs_and_reports_its_exit(terminal_image):
