@@ -99,8 +99,18 @@ class ExecResult:
         return self.stdout.decode("utf-8", errors="replace")
 
 
-def docker_client() -> docker.DockerClient:
-    """Connect to the local engine, or raise a :class:`SandboxError` that says how to start it."""
+def docker_client(host: str | None = None) -> docker.DockerClient:
+    """Connect to the engine sandboxes run on, or raise a :class:`SandboxError` saying why.
+
+    That engine is ``host``'s (a sandbox host URL: ``ssh://user@host``, ``tcp://host:port``,
+    see :mod:`worldtrace.sandboxes.remote`), else the one in effect for this run or worker
+    (:func:`~worldtrace.sandboxes.remote.current_host`), else this machine's.
+    """
+    from worldtrace.sandboxes import remote  # it builds on this module
+
+    host = host or remote.current_host()
+    if host:
+        return remote.client_for(host)
     try:
         client = docker.from_env(timeout=120)
         client.ping()
@@ -185,6 +195,14 @@ def _extract_seed(archive: bytes, target: Path) -> None:
         tar.extractall(target, members=members, numeric_owner=True, filter="fully_trusted")
 
 
+def _on_another_machine(client: docker.DockerClient) -> str | None:
+    """The sandbox host URL ``client`` was made for, None for this machine's engine."""
+    from worldtrace.sandboxes import remote
+
+    host = remote.host_of(client)
+    return host.url if host else None
+
+
 def _remove(container: Container) -> None:
     try:
         container.remove(force=True)
@@ -210,7 +228,9 @@ class ExecStream:
 
     def __init__(self, raw: Any, container: Container) -> None:
         self._raw = raw
-        self._sock: socket.socket = raw._sock
+        # The SDK hands out a socket's raw IO locally, the SSL socket itself over TLS, and
+        # the paramiko channel itself over SSH; each can be selected on.
+        self._sock: socket.socket = getattr(raw, "_sock", raw)
         self._container = container
         self._pending = b""
 
@@ -240,9 +260,12 @@ class ExecStream:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError(f"no reply within {timeout:.1f}s")
-            ready, _, _ = select.select([self._sock], [], [], remaining)
-            if not ready:
-                continue
+            # Bytes TLS already decrypted wait in the SSL socket, unseen by select.
+            pending = getattr(self._sock, "pending", None)
+            if not (pending and pending()):
+                ready, _, _ = select.select([self._sock], [], [], remaining)
+                if not ready:
+                    continue
             try:
                 chunk = self._sock.recv(size - len(data))
             except OSError as error:
@@ -327,6 +350,12 @@ class DockerSandbox:
         name = f"wt-{uuid.uuid4().hex[:16]}"
         labels = {LABEL: "1", **_owner_labels(), **dict(_context_labels.get()), **self.labels}
         mounts = list(self.mounts)
+        elsewhere = _on_another_machine(self.client)
+        if self.limits.disk_mb is not None and elsewhere:
+            raise SandboxError(
+                f"a sandbox on {elsewhere} cannot have a disk cap (a capped disk is a loop "
+                "device of this machine); set limits.disk_mb to null"
+            )
         if self.limits.disk_mb is not None:
             self._disk = self._make_disk(name, image)
             mounts += [
