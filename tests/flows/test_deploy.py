@@ -1,0 +1,340 @@
+"""Deployments, workers and sandbox limits on a real Prefect server, with real worker processes.
+
+One server per module (it takes ~15 s to come up). Every test drives the ``worldtrace`` command
+line in subprocesses, as a user would, and reads the results from the run directories and the
+server's API.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+import yaml
+
+from worldtrace.collectors.recorder import read_episode
+from worldtrace.flows.scheduled import run_stamp
+from worldtrace.flows.slots import machine_limit_name
+
+pytestmark = pytest.mark.docker
+
+CLI = [sys.executable, "-m", "worldtrace.flows.cli"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Prefect server (SQLite, its own home) whose scheduler runs every second."""
+    home = tmp_path_factory.mktemp("prefect-server")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/api"
+    env = os.environ | {
+        "PREFECT_HOME": str(home),
+        "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "1",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    }
+    env.pop("PREFECT_API_URL", None)
+    log = (home / "server.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "prefect", "server", "start", "--host=127.0.0.1", f"--port={port}"],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 90
+    while True:
+        with suppress(OSError), urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+            if response.status == 200:
+                break
+        if process.poll() is not None or time.monotonic() > deadline:
+            os.killpg(process.pid, signal.SIGKILL)
+            pytest.fail("the Prefect server did not come up:\n" + (home / "server.log").read_text())
+        time.sleep(0.3)
+    try:
+        yield url
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        log.close()
+
+
+def client_env(url: str) -> dict[str, str]:
+    return os.environ | {
+        "PREFECT_API_URL": url,
+        "PREFECT_WORKER_QUERY_SECONDS": "1",
+        "COLUMNS": "200",  # tables on one line each
+    }
+
+
+@contextmanager
+def api(url: str) -> Iterator[Any]:
+    """A synchronous Prefect client of the test server."""
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings({PREFECT_API_URL: url}), get_client(sync_client=True) as client:
+        yield client
+
+
+def wt(url: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args], cwd=cwd, env=client_env(url), capture_output=True, text=True, timeout=120
+    )
+
+
+@contextmanager
+def worker(url: str, cwd: Path, *args: str) -> Iterator[subprocess.Popen[bytes]]:
+    """A ``worldtrace worker`` process, killed with everything it started at the end."""
+    log = (cwd / f"worker-{time.monotonic_ns()}.log").open("wb")
+    process = subprocess.Popen(
+        [*CLI, "worker", *args],
+        cwd=cwd,
+        env=client_env(url),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        yield process
+    finally:
+        kill_tree(process.pid)
+        process.wait()
+        log.close()
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` (flow runs are children in sessions of their own)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with suppress(OSError):
+                stat = (entry / "stat").read_text()
+                parent = int(stat.rsplit(")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry.name))
+    found, queue = [], [pid]
+    while queue:
+        for child in children.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL a process and all its descendants at once, as a machine crash would."""
+    for target in [pid, *descendants(pid)]:
+        with suppress(ProcessLookupError):
+            os.kill(target, signal.SIGKILL)
+
+
+def write_config(folder: Path, **fields: Any) -> Path:
+    config = {
+        "domain": "terminal",
+        "episodes": 2,
+        "workers": 1,
+        "out": "runs",
+        "max_steps": 2,
+        "policy": {"kind": "script", "tasks": ["word-frequency"]},
+    } | fields
+    path = folder / "collect.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def wait_for_final_state(url: str, flow_run_id: Any, timeout: float = 120) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with api(url) as client:
+            run = client.read_flow_run(flow_run_id)
+        if run.state is not None and run.state.is_final():
+            return run
+        time.sleep(0.5)
+    pytest.fail(f"flow run {flow_run_id} did not finish in {timeout} s (state {run.state})")
+
+
+def start_run(url: str, deployment: str) -> Any:
+    with api(url) as client:
+        found = client.read_deployment_by_name(deployment)
+        return client.create_flow_run_from_deployment(found.id).id
+
+
+def sealed(run_dir: Path) -> dict[str, list[Any]]:
+    return {
+        path.stem: list(read_episode(path))
+        for path in sorted((run_dir / "raw" / "episodes").glob("*.jsonl"))
+    }
+
+
+def assert_complete_run(run_dir: Path, episodes: int) -> dict[str, list[Any]]:
+    """Every episode sealed once with one start and one end; transitions unique and complete."""
+    recorded = sealed(run_dir)
+    assert set(recorded) == {f"{run_dir.name}-s{seed:06d}" for seed in range(episodes)}
+    for events in recorded.values():
+        kinds = [event.type for event in events]
+        assert kinds.count("start") == 1 and kinds.count("end") == 1
+        steps = [event.step for event in events if event.type == "step"]
+        assert steps and steps == list(range(len(steps)))
+    frame = pl.read_parquet(run_dir / "transitions" / "terminal" / "*.parquet")
+    assert frame["id"].n_unique() == frame.height
+    assert frame.height == sum(
+        sum(event.type == "step" for event in events) for events in recorded.values()
+    )
+    assert not list((run_dir / "raw" / "partial").glob("*.jsonl"))
+    return recorded
+
+
+def test_a_bad_config_or_schedule_creates_nothing(server: str, tmp_path: Path) -> None:
+    bad = write_config(tmp_path, episodes=0)
+    result = wt(server, tmp_path, "deploy", str(bad), "--name", "bad", "--pool", "never-made")
+    assert result.returncode == 2, result.stderr
+    assert "error: " in result.stderr and "episodes" in result.stderr
+    assert "Traceback" not in result.stderr
+    good = write_config(tmp_path)
+    result = wt(server, tmp_path, "deploy", str(good), "--name", "bad", "--cron", "every day")
+    assert result.returncode == 2 and "not a valid cron expression" in result.stderr
+    result = wt(server, tmp_path, "deploy", str(good), "--name", "bad", "--interval", "0")
+    assert result.returncode == 2 and "--interval" in result.stderr
+    from prefect.exceptions import ObjectNotFound
+
+    with api(server) as client:
+        assert not [d for d in client.read_deployments() if d.name == "bad"]
+        with pytest.raises(ObjectNotFound):
+            client.read_work_pool("never-made")
+
+
+def test_an_interval_deployment_is_run_by_a_worker(server: str, tmp_path: Path) -> None:
+    config = write_config(tmp_path, workers=2)
+    deployed = wt(server, tmp_path, "deploy", str(config), "--name", "often", "--interval", "10")
+    assert deployed.returncode == 0, deployed.stderr
+    assert "scheduled-collect/often" in deployed.stdout
+    listing = wt(server, tmp_path, "deployments")
+    assert listing.returncode == 0, listing.stderr
+    assert "scheduled-collect/often" in listing.stdout and "every 10 s" in listing.stdout
+
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterName
+
+    by_name = DeploymentFilter(name=DeploymentFilterName(any_=["often"]))
+    with worker(server, tmp_path, "--pool", "worldtrace", "--limit", "2"):
+        # The first slot is one interval after deploying; once a worker took its run, the
+        # deployment is paused so that no second run starts (it would outlive the test).
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            taken = [run for run in api_runs(server, by_name) if not run.state.is_scheduled()]
+            if taken:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("no scheduled run was taken by the worker")
+        with api(server) as client:
+            client.pause_deployment(taken[0].deployment_id)
+        (first,) = taken
+        finished = wait_for_final_state(server, first.id)
+    assert finished.state.is_completed(), finished.state
+    run_dir = tmp_path / "runs" / f"often-{run_stamp(finished.expected_start_time)}"
+    recorded = assert_complete_run(run_dir, episodes=2)
+    steps = [event for events in recorded.values() for event in events if event.type == "step"]
+    latency = (
+        min(step.started_at for step in steps) - finished.expected_start_time
+    ).total_seconds()
+    print(f"\nscheduling latency (scheduled time to first step): {latency:.1f} s")
+    assert latency >= 0
+
+
+def api_runs(url: str, deployment_filter: Any) -> list[Any]:
+    with api(url) as client:
+        return client.read_flow_runs(deployment_filter=deployment_filter)
+
+
+def test_a_sandbox_limit_of_one_is_respected(server: str, tmp_path: Path) -> None:
+    config = write_config(tmp_path, episodes=3, workers=3)
+    deployed = wt(server, tmp_path, "deploy", str(config), "--name", "limited")
+    assert deployed.returncode == 0, deployed.stderr
+    flow_run_id = start_run(server, "scheduled-collect/limited")
+    try:
+        with worker(server, tmp_path, "--pool", "worldtrace", "--sandboxes", "1"):
+            finished = wait_for_final_state(server, flow_run_id)
+        with api(server) as client:
+            limit = client.read_global_concurrency_limit_by_name(machine_limit_name())
+        assert limit.limit == 1
+    finally:
+        with api(server) as client:
+            client.delete_global_concurrency_limit_by_name(machine_limit_name())
+    assert finished.state.is_completed(), finished.state
+    run_dir = tmp_path / "runs" / f"limited-{run_stamp(finished.expected_start_time)}"
+    recorded = assert_complete_run(run_dir, episodes=3)
+    # Three episodes, three threads, one slot: the sandboxes lived one after the other.
+    lifetimes = sorted((events[0].started_at, events[-1].ended_at) for events in recorded.values())
+    for (_, ended), (started, _) in itertools.pairwise(lifetimes):
+        assert ended <= started, lifetimes
+
+
+def test_a_killed_worker_leaves_a_run_the_next_attempt_completes(
+    server: str, tmp_path: Path
+) -> None:
+    from prefect.states import Scheduled
+
+    config = write_config(tmp_path, episodes=4, max_steps=4)
+    deployed = wt(server, tmp_path, "deploy", str(config), "--name", "killed")
+    assert deployed.returncode == 0, deployed.stderr
+    flow_run_id = start_run(server, "scheduled-collect/killed")
+    with api(server) as client:
+        expected: datetime = client.read_flow_run(flow_run_id).expected_start_time
+    run_dir = tmp_path / "runs" / f"killed-{run_stamp(expected)}"
+    with worker(server, tmp_path, "--pool", "worldtrace") as first:
+        deadline = time.monotonic() + 120
+        # Kill while one episode is sealed and another is half recorded.
+        while time.monotonic() < deadline:
+            done = list((run_dir / "raw" / "episodes").glob("*.jsonl"))
+            partial = [
+                p
+                for p in (run_dir / "raw" / "partial").glob("*.jsonl")
+                if len(p.read_text().splitlines()) >= 2
+            ]
+            if done and partial:
+                break
+            assert first.poll() is None, "the worker ended before it could be killed"
+            time.sleep(0.05)
+        else:
+            pytest.fail("the run never had a sealed and a partial episode at once")
+        kill_tree(first.pid)
+    sealed_before = {p.name: p.read_bytes() for p in (run_dir / "raw" / "episodes").iterdir()}
+    assert 0 < len(sealed_before) < 4
+
+    # The next attempt: the same flow run scheduled again (what the UI's retry does).
+    with api(server) as client:
+        client.set_flow_run_state(flow_run_id, Scheduled(), force=True)
+    with worker(server, tmp_path, "--pool", "worldtrace"):
+        finished = wait_for_final_state(server, flow_run_id)
+    assert finished.state.is_completed(), finished.state
+    assert finished.expected_start_time == expected
+    assert_complete_run(run_dir, episodes=4)
+    for name, content in sealed_before.items():
+        assert (run_dir / "raw" / "episodes" / name).read_bytes() == content
+    assert list((run_dir / "raw" / "interrupted").glob("*.jsonl"))
+    assert not [p for p in (tmp_path / "runs").iterdir() if p != run_dir]
+    episodes = pl.read_parquet(run_dir / "episodes.parquet")
+    assert episodes.height == 4 and episodes["episode_id"].n_unique() == 4
+    print(json.dumps({"sealed_before_kill": len(sealed_before)}))
