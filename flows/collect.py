@@ -35,7 +35,8 @@ from worldtrace.flows.config import CollectConfig, claim_run, load_run
 from worldtrace.flows.slots import sandbox_slot
 from worldtrace.flows.stopping import collecting
 from worldtrace.normalizers import normalize_run
-from worldtrace.sandboxes.docker import RUN_LABEL, SandboxError, gc, labelled
+from worldtrace.sandboxes import remote
+from worldtrace.sandboxes.docker import RUN_LABEL, SandboxError, docker_client, gc, labelled
 
 
 class EpisodeSandboxFailed(SandboxError):
@@ -64,8 +65,13 @@ def _infrastructure_failure(task: Any, task_run: Any, state: Any) -> bool:
     retry_condition_fn=_infrastructure_failure,
     retry_delay_seconds=1,
 )
-def collect_episode(run_dir: str, config_sha256: str, index: int) -> dict[str, Any]:
-    """Record episode ``index`` of the run in ``run_dir`` in a fresh environment."""
+def collect_episode(
+    run_dir: str, config_sha256: str, index: int, sandbox_host: str | None = None
+) -> dict[str, Any]:
+    """Record episode ``index`` of the run in ``run_dir`` in a fresh environment.
+
+    Its sandboxes run on ``sandbox_host``'s engine (None: this process's default one).
+    """
     config = load_run(Path(run_dir), config_sha256)
     episode_id = config.episode_id(index)
     if stop_requested():
@@ -85,7 +91,7 @@ def collect_episode(run_dir: str, config_sha256: str, index: int) -> dict[str, A
         writer = recorder.begin(episode_id)
         env = collector.make_environment(env_config)
         try:
-            with labelled({RUN_LABEL: config.resolved_run_name()}):
+            with remote.on_host(sandbox_host), labelled({RUN_LABEL: config.resolved_run_name()}):
                 result = run_episode(
                     env,
                     policy,
@@ -122,17 +128,25 @@ def _counts(result: EpisodeResult) -> dict[str, Any]:
 
 @flow(name="collect", log_prints=False, persist_result=False)
 def collect(
-    run_dir: str, config_sha256: str, retries: int = 2, normalize: bool = True
+    run_dir: str,
+    config_sha256: str,
+    retries: int = 2,
+    normalize: bool = True,
+    sandbox_host: str | None = None,
 ) -> dict[str, Any]:
     """Collect the run's missing episodes, then normalize the run; return a summary.
 
     ``run_dir`` holds the configuration (``run.json``, see
     :func:`worldtrace.flows.config.claim_run`);
     ``config_sha256`` pins it, so an edited file is refused rather than half applied.
+    ``sandbox_host`` is the engine the sandboxes run on (default: this process's
+    ``WORLDTRACE_SANDBOX_HOST``, else the local engine; see :mod:`worldtrace.sandboxes.remote`).
     """
     config = load_run(Path(run_dir), config_sha256)
+    sandbox_host = sandbox_host or remote.current_host()
+    _prepare_sandbox_host(config, sandbox_host)
     # The sandboxes a killed attempt of this run left behind: their owner is dead.
-    orphans = gc(labels={RUN_LABEL: config.resolved_run_name()})
+    orphans = gc(labels={RUN_LABEL: config.resolved_run_name()}, client=docker_client(sandbox_host))
     recorder = RunRecorder(config.run_dir, config.identity())
     interrupted = recorder.recover_interrupted()
     sealed = recorder.sealed_ids()
@@ -140,7 +154,10 @@ def collect(
     episode_task = collect_episode.with_options(retries=retries)
     results: list[dict[str, Any]] = []
     with collecting():
-        futures = {index: episode_task.submit(run_dir, config_sha256, index) for index in pending}
+        futures = {
+            index: episode_task.submit(run_dir, config_sha256, index, sandbox_host)
+            for index in pending
+        }
         for index, future in futures.items():
             future.wait()
             try:
@@ -193,13 +210,31 @@ def _seal_broken_episode(config: CollectConfig, index: int, reason: str) -> dict
     return _counts(result)
 
 
+def _prepare_sandbox_host(config: CollectConfig, sandbox_host: str | None) -> None:
+    """On another machine's engine: refuse a disk cap, and build the domain's images there."""
+    if sandbox_host is None:
+        return
+    collector = get_collector(config.domain)
+    environment = collector.environment_config.model_validate(config.environment)
+    remote.require_no_disk_cap(environment, sandbox_host)
+    remote.ensure_images(collector.requirements.images, docker_client(sandbox_host))
+
+
 def run_collection(config: CollectConfig) -> dict[str, Any]:
     """Check the environment can run, then run the flow with ``config.workers`` at a time."""
-    # Fail fast (no image, no engine) before the Prefect API spends seconds starting up.
+    # Fail fast (no image, no engine, a bad sandbox host) before the Prefect API spends
+    # seconds starting up.
     collector = get_collector(config.domain)
-    collector.preflight(collector.environment_config.model_validate(config.environment))
+    sandbox_host = config.sandbox_host or remote.current_host()
+    _prepare_sandbox_host(config, sandbox_host)
+    with remote.on_host(sandbox_host):
+        collector.preflight(collector.environment_config.model_validate(config.environment))
     config_sha256 = claim_run(config)
     runner = ThreadPoolTaskRunner(max_workers=config.workers)
     return collect.with_options(task_runner=runner)(
-        str(config.run_dir), config_sha256, retries=config.retries, normalize=config.normalize
+        str(config.run_dir),
+        config_sha256,
+        retries=config.retries,
+        normalize=config.normalize,
+        sandbox_host=config.sandbox_host,
     )

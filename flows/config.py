@@ -14,6 +14,8 @@ Example ``collect.yaml``::
       tasks: [grep-logs]      # script only; default: the whole task library
     environment:              # validated by the domain's own config model
       limits: {cpus: 1, memory_mb: 512, pids: 256}
+    # sandbox_host: ssh://user@build-1   # another machine's Docker engine (needs
+    #                                    # limits: {disk_mb: null}; see sandboxes/remote.py)
 """
 
 from __future__ import annotations
@@ -24,7 +26,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from worldtrace.collectors.recorder import RunRecorder
 from worldtrace.collectors.registry import get_collector
@@ -42,6 +51,10 @@ class PolicyConfig(BaseModel):
     )
     tasks: list[str] | None = Field(default=None, description="script: task names to cycle")
     params: dict[str, Any] = Field(default_factory=dict, description="policy parameters")
+
+
+_NOT_IDENTITY = {"workers", "out", "normalize", "retries", "sandbox_host"}
+"""How and where a run collects, not what: a run resumed with other values is the same run."""
 
 
 class CollectConfig(BaseModel):
@@ -68,6 +81,22 @@ class CollectConfig(BaseModel):
     environment: dict[str, Any] = Field(
         default_factory=dict, description="the domain's environment config"
     )
+    sandbox_host: str | None = Field(
+        default=None,
+        description="the Docker engine the run's sandboxes use: ssh://user@host[:port] or "
+        "tcp://host:port with TLS (see worldtrace.sandboxes.remote; no disk cap there); "
+        "default: WORLDTRACE_SANDBOX_HOST of the process running the episodes, else this "
+        "machine's engine. Where, not what: not part of the run's identity",
+    )
+
+    @field_validator("sandbox_host")
+    @classmethod
+    def _a_sandbox_host_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            from worldtrace.sandboxes.remote import SandboxHost  # paramiko: only when used
+
+            SandboxHost.parse(value)
+        return value
 
     @model_validator(mode="after")
     def _known_to_the_domain(self) -> CollectConfig:
@@ -82,7 +111,7 @@ class CollectConfig(BaseModel):
 
     def identity(self) -> dict[str, Any]:
         """The fields that define what is collected (not how fast or where)."""
-        return self.model_dump(mode="json", exclude={"workers", "out", "normalize", "retries"}) | {
+        return self.model_dump(mode="json", exclude=_NOT_IDENTITY) | {
             "run_name": self.resolved_run_name()
         }
 
@@ -90,9 +119,7 @@ class CollectConfig(BaseModel):
         """The run directory name: ``run_name`` or the domain plus a config hash."""
         if self.run_name:
             return self.run_name
-        what = self.model_dump(
-            mode="json", exclude={"workers", "out", "normalize", "retries", "run_name"}
-        )
+        what = self.model_dump(mode="json", exclude=_NOT_IDENTITY | {"run_name"})
         digest = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
         return f"{self.domain}-{digest[:10]}"
 

@@ -128,7 +128,11 @@ def pipeline(pipeline_file: str, sha256: str) -> dict[str, Any]:
     run_sha256 = claim_run(config.collect)
     runner = ThreadPoolTaskRunner(max_workers=config.collect.workers)
     collected = collect.with_options(task_runner=runner)(
-        str(config.collect.run_dir), run_sha256, retries=config.collect.retries, normalize=True
+        str(config.collect.run_dir),
+        run_sha256,
+        retries=config.collect.retries,
+        normalize=True,
+        sandbox_host=config.collect.sandbox_host,
     )
     if stop_requested():
         return {"collect": collected}
