@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
+from worldtrace.flows import server
 from worldtrace.flows.deploy import register as register_deploy_commands
 
 if TYPE_CHECKING:  # the libraries read their log settings at import: not before the options
@@ -58,6 +59,7 @@ app = typer.Typer(
 )
 sandboxes_app = typer.Typer(help="Build, list and clean up sandbox images and containers.")
 app.add_typer(sandboxes_app, name="sandboxes")
+server.register(app)
 register_deploy_commands(app)
 
 _log_file: Path | None = None
@@ -75,6 +77,10 @@ def _options(
 
     global _log_file
     _log_file = configure(ctx.invoked_subcommand or "worldtrace", verbose)
+    # Before anything imports Prefect: the managed server when it runs, else the temporary API.
+    api = server.select_api()
+    if ctx.invoked_subcommand in server.FLOW_COMMANDS:
+        console.print(Text(api, style="dim"), soft_wrap=True)
 
 
 def _summary(title: str, rows: dict[str, Any]) -> None:
@@ -198,6 +204,13 @@ def collect(
     normalize: Annotated[
         bool, typer.Option("--normalize/--no-normalize", help="write transitions at the end")
     ] = True,
+    sandbox_host: Annotated[
+        str | None,
+        typer.Option(
+            help="another machine's Docker engine for the sandboxes: ssh://user@host[:port] or "
+            "tcp://host:port (TLS); default: $WORLDTRACE_SANDBOX_HOST, else this machine's"
+        ),
+    ] = None,
 ) -> None:
     """Collect episodes in real sandboxes; re-running the same command resumes the run."""
     from worldtrace.flows.collect import run_collection
@@ -214,6 +227,7 @@ def collect(
         "max_steps": max_steps,
         "step_timeout_s": step_timeout,
         "run_name": run_name,
+        "sandbox_host": sandbox_host,
     }
     overrides = {key: value for key, value in flags.items() if value is not None}
     if policy is not None or task:

@@ -19,6 +19,8 @@ import pytest
 _CACHES = Path(tempfile.mkdtemp(prefix="worldtrace-test-caches-"))
 atexit.register(shutil.rmtree, _CACHES, ignore_errors=True)
 os.environ["PREFECT_HOME"] = str(_CACHES / "prefect")
+# A Prefect server the developer runs (`worldtrace server start`) is not the tests' to use.
+os.environ["WORLDTRACE_SERVER_HOME"] = str(_CACHES / "prefect-server")
 os.environ["HF_DATASETS_CACHE"] = str(_CACHES / "datasets")
 os.environ["HF_HOME"] = str(_CACHES / "hf")
 # The mcp exploring policy's Hypothesis runs cache Unicode tables there.

@@ -1,9 +1,11 @@
 """`worldtrace server`: a real Prefect server in the background, and the commands that use it.
 
-One server per module (a start costs 5 to 15 s here), in a home of its own
-(``WORLDTRACE_SERVER_HOME``) on a free port. Commands run as real ``worldtrace`` processes: the
-server must outlive the command that started it, and Prefect reads ``PREFECT_API_URL`` only
-when a process imports it.
+One server per module (a start costs 5 to 20 s here), in a home of its own
+(``WORLDTRACE_SERVER_HOME``) on a free port. It is started by a real ``worldtrace`` process,
+which it must outlive, and the collection that must land in it runs in a fresh process too:
+Prefect reads ``PREFECT_API_URL`` once, when a process imports it. The other commands run in
+this process (a ``worldtrace`` process costs a second or more), with the environment restored
+after each test.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from click.testing import Result
+from typer.testing import CliRunner
 
 from worldtrace.flows import server
-
-STATUS_LINE = "Prefect server: running"
+from worldtrace.flows.cli import app
 
 
 def _free_port() -> int:
@@ -34,9 +37,14 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _worldtrace(
-    args: list[str], env: dict[str, str], timeout: float = 180
-) -> subprocess.CompletedProcess[str]:
+def _worldtrace(args: list[str], home: Path, timeout: float = 180) -> subprocess.CompletedProcess:
+    """Run ``worldtrace ARGS`` as its own process, with the server home ``home``."""
+    env = {
+        **os.environ,
+        server.SERVER_HOME_ENV: str(home),
+        "WORLDTRACE_LOG_DIR": str(home / "cli-logs"),
+    }
+    env.pop("PREFECT_API_URL", None)
     return subprocess.run(
         [sys.executable, "-m", "worldtrace.flows.cli", *args],
         env=env,
@@ -46,23 +54,23 @@ def _worldtrace(
     )
 
 
-def _environment(home: Path) -> dict[str, str]:
-    env = {
-        **os.environ,
-        server.SERVER_HOME_ENV: str(home),
-        "WORLDTRACE_LOG_DIR": str(home / "cli-logs"),
-    }
-    env.pop("PREFECT_API_URL", None)
-    return env
+def _invoke(args: list[str], home: Path, monkeypatch: pytest.MonkeyPatch) -> Result:
+    """Run ``worldtrace ARGS`` in this process, with the server home ``home``."""
+    monkeypatch.setenv(server.SERVER_HOME_ENV, str(home))
+    monkeypatch.setenv("WORLDTRACE_LOG_DIR", str(home / "cli-logs"))
+    # Set, then deleted: undoing restores what the session had, even after the command line
+    # pointed PREFECT_API_URL at a running server.
+    monkeypatch.setenv("PREFECT_API_URL", "unset by the test")
+    monkeypatch.delenv("PREFECT_API_URL")
+    return CliRunner().invoke(app, args)
 
 
 @dataclass(frozen=True)
 class Served:
-    """The module's server: where it runs and the environment its commands run with."""
+    """The module's server: its home, port and pid."""
 
     home: Path
     port: int
-    env: dict[str, str]
     pid: int
 
     @property
@@ -73,18 +81,17 @@ class Served:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     home = tmp_path_factory.mktemp("prefect-server")
-    env = _environment(home)
     port = _free_port()
     began = time.monotonic()
-    started = _worldtrace(["server", "start", "--port", str(port)], env)
+    started = _worldtrace(["server", "start", "--port", str(port)], home)
     assert started.returncode == 0, started.stdout + started.stderr
     print(f"server start: {time.monotonic() - began:.1f} s")
     assert f"started at http://127.0.0.1:{port}" in started.stdout
     pid = json.loads((home / "server.json").read_text())["pid"]
     try:
-        yield Served(home, port, env, pid)
+        yield Served(home, port, pid)
     finally:
-        _worldtrace(["server", "stop"], env)
+        _worldtrace(["server", "stop"], home)
 
 
 def _running(pid: int) -> bool:
@@ -95,23 +102,25 @@ def _running(pid: int) -> bool:
     return stat[stat.rindex(")") + 2] != "Z"
 
 
-def test_start_leaves_a_detached_server_that_status_reports(served: Served) -> None:
+def test_start_leaves_a_detached_server_that_status_reports(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The command that started it has exited; the server runs on in a session of its own.
     assert _running(served.pid)
     assert os.getsid(served.pid) == served.pid
     with urllib.request.urlopen(f"{served.url}/api/health", timeout=5) as response:
         assert response.read() == b"true"
 
-    status = _worldtrace(["server", "status"], served.env)
-    assert status.returncode == 0, status.stderr
+    status = _invoke(["server", "status"], served.home, monkeypatch)
+    assert status.exit_code == 0, status.output
     lines = status.stdout.splitlines()
-    assert lines[0] == STATUS_LINE
+    assert lines[0] == "Prefect server: running"
     assert f"url: {served.url}" in lines
     assert f"pid: {served.pid}" in lines
     assert f"database: sqlite+aiosqlite:///{served.home / 'prefect.db'}" in lines
     assert (served.home / "prefect.db").is_file()
     assert (served.home / "server.log").is_file()
-    assert _worldtrace(["server", "status", "--check"], served.env).returncode == 0
+    assert _invoke(["server", "status", "--check"], served.home, monkeypatch).exit_code == 0
 
 
 @pytest.mark.docker
@@ -121,9 +130,9 @@ def test_a_collection_is_recorded_in_the_running_server(
     from prefect.client.orchestration import SyncPrefectClient
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
-    args = ["collect", "terminal", "--episodes", "1", "--max-steps", "2"]
+    args = ["collect", "terminal", "--episodes", "1", "--max-steps", "2", "--out", str(tmp_path)]
     began = time.monotonic()
-    result = _worldtrace([*args, "--out", str(tmp_path), "--run-name", "served"], served.env)
+    result = _worldtrace([*args, "--run-name", "served"], served.home)
     print(f"collect through the server: {time.monotonic() - began:.1f} s")
     assert result.returncode == 0, result.stderr
     assert f"Prefect server at {served.url}" in result.stderr
@@ -145,14 +154,16 @@ def test_a_collection_is_recorded_in_the_running_server(
         assert [task.name.split("-")[:2] for task in tasks] == [["collect", "episode"]]
 
 
-def test_start_again_says_it_runs_and_other_settings_are_refused(served: Served) -> None:
-    again = _worldtrace(["server", "start", "--port", str(served.port)], served.env)
-    assert again.returncode == 0, again.stderr
+def test_start_again_says_it_runs_and_other_settings_are_refused(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    again = _invoke(["server", "start", "--port", str(served.port)], served.home, monkeypatch)
+    assert again.exit_code == 0, again.output
     assert f"already running at {served.url} (pid {served.pid})" in again.stdout
     assert json.loads((served.home / "server.json").read_text())["pid"] == served.pid
 
-    elsewhere = _worldtrace(["server", "start", "--port", str(_free_port())], served.env)
-    assert elsewhere.returncode == 2
+    elsewhere = _invoke(["server", "start", "--port", str(_free_port())], served.home, monkeypatch)
+    assert elsewhere.exit_code == 2
     assert f"already runs at {served.url}" in elsewhere.stderr
     assert "server stop" in elsewhere.stderr
 
@@ -160,45 +171,64 @@ def test_start_again_says_it_runs_and_other_settings_are_refused(served: Served)
 @pytest.mark.parametrize(
     ("database", "hint"),
     [
-        ("mysql://worldtrace:s3cret@db/prefect", "postgresql+asyncpg://USER"),
         ("postgresql://worldtrace:s3cret@db/prefect", "through asyncpg"),
         ("prefect.db", "postgresql+asyncpg://USER"),
+        ("sqlite+aiosqlite:///", "sqlite+aiosqlite:///PATH"),
     ],
 )
-def test_a_database_url_prefect_cannot_use_is_exit_2(
-    served: Served, database: str, hint: str
+def test_database_urls_prefect_cannot_use_are_named(
+    database: str, hint: str, tmp_path: Path
 ) -> None:
-    result = _worldtrace(["server", "start", "--database", database], served.env)
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert result.stderr.startswith("error: ")
-    assert hint in result.stderr
-    assert "s3cret" not in result.stderr
-    assert "Traceback" not in result.stderr
+    from worldtrace.schemas.errors import InputError
+
+    with pytest.raises(InputError, match="not a database URL Prefect can use") as raised:
+        server.database_url(database, tmp_path)
+    assert hint in str(raised.value)
+    assert "s3cret" not in str(raised.value)
+
+
+def test_a_bad_database_url_is_exit_2_and_leaves_the_server_alone(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = "mysql://worldtrace:s3cret@db/prefect"
+    result = _invoke(["server", "start", "--database", database], served.home, monkeypatch)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("error: --database 'mysql://worldtrace:***@db/prefect'")
+    assert "postgresql+asyncpg://USER:PASSWORD@HOST:PORT/DATABASE" in result.stderr
+    assert "s3cret" not in result.output
+    assert "Traceback" not in result.output
     assert json.loads((served.home / "server.json").read_text())["pid"] == served.pid
+    assert _running(served.pid)
 
 
-def test_a_port_in_use_is_a_clear_error(served: Served, tmp_path: Path) -> None:
-    env = _environment(tmp_path)
-    result = _worldtrace(["server", "start", "--port", str(served.port)], env)
-    assert result.returncode == 1, result.stdout + result.stderr
+def test_a_port_in_use_is_a_clear_error(
+    served: Served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = _invoke(["server", "start", "--port", str(served.port)], tmp_path, monkeypatch)
+    assert result.exit_code == 1, result.output
     assert f"cannot start the Prefect server at 127.0.0.1:{served.port}" in result.stderr
     assert "another Prefect server" in result.stderr
     assert not (tmp_path / "server.json").exists()
 
 
-def test_a_server_that_exits_is_a_clear_error_with_the_end_of_its_log(tmp_path: Path) -> None:
+def test_a_server_that_exits_is_a_clear_error_with_the_end_of_its_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Nothing listens on the database's port: the server fails its startup and exits.
-    env = _environment(tmp_path)
     database = f"postgresql+asyncpg://worldtrace:s3cret@127.0.0.1:{_free_port()}/prefect"
     port = _free_port()
-    result = _worldtrace(["server", "start", "--port", str(port), "--database", database], env)
-    assert result.returncode == 1, result.stdout + result.stderr
+    args = ["server", "start", "--port", str(port), "--database", database]
+    result = _invoke(args, tmp_path, monkeypatch)
+    assert result.exit_code == 1, result.output
     assert f"did not start at http://127.0.0.1:{port}: it exited" in result.stderr
     assert f"The end of its log {tmp_path / 'server.log'}" in result.stderr
     assert "Application startup failed" in result.stderr  # the log's own words
-    assert "s3cret" not in result.stderr + (tmp_path / "server.log").read_text()
+    assert "s3cret" not in result.output + (tmp_path / "server.log").read_text()
     assert not (tmp_path / "server.json").exists()
-    assert "stopped" in _worldtrace(["server", "status"], env).stdout
+    # Nothing runs, so stopping is nothing to do, and not an error.
+    stopped = _invoke(["server", "stop"], tmp_path, monkeypatch)
+    assert stopped.exit_code == 0
+    assert stopped.stdout == "Prefect server not running\n"
 
 
 @pytest.fixture
@@ -228,40 +258,33 @@ def postgresql() -> Iterator[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_a_server_on_postgresql_records_flow_runs_there(tmp_path: Path, postgresql: str) -> None:
-    env = _environment(tmp_path)
+def test_a_server_on_postgresql_keeps_its_records_there(
+    tmp_path: Path, postgresql: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prefect.client.orchestration import SyncPrefectClient
+
     port = _free_port()
-    started = _worldtrace(["server", "start", "--port", str(port), "--database", postgresql], env)
+    args = ["server", "start", "--port", str(port), "--database", postgresql]
+    started = _invoke(args, tmp_path, monkeypatch)
     try:
-        assert started.returncode == 0, started.stdout + started.stderr
-        assert "s3cret" not in started.stdout + (tmp_path / "server.json").read_text()
-        status = _worldtrace(["server", "status"], env).stdout.splitlines()
-        assert f"database: {server.hide_password(postgresql)}" in status
-        # A flow in a fresh process that selects the API as the command line does.
-        probe = (
-            "from worldtrace.flows.server import select_api\n"
-            "print(select_api())\n"
-            "from prefect import flow\n"
-            "flow(name='worldtrace-server-probe')(lambda: 42)()\n"
-        )
-        ran = subprocess.run(
-            [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120
-        )
-        assert ran.returncode == 0, ran.stderr
-        assert ran.stdout.startswith(f"Prefect server at http://127.0.0.1:{port}")
+        assert started.exit_code == 0, started.output
+        assert f"database {server.hide_password(postgresql)})" in started.stdout
+        assert "s3cret" not in started.output + (tmp_path / "server.json").read_text()
+        # A flow created through the API is a row in PostgreSQL.
+        with SyncPrefectClient(f"http://127.0.0.1:{port}/api") as client:
+            client.create_flow_from_name("worldtrace-server-probe")
         database_port = postgresql.rsplit(":", 1)[1].split("/")[0]
-        query = "select f.name, r.state_type from flow_run r join flow f on f.id = r.flow_id"
         psql = ["psql", "-h", "127.0.0.1", "-p", database_port, "-U", "worldtrace", "-d", "prefect"]
         rows = subprocess.run(
-            [*psql, "-At", "-c", query],
+            [*psql, "-At", "-c", "select name from flow"],
             check=True,
             capture_output=True,
             text=True,
             timeout=30,
         ).stdout.split()
-        assert rows == ["worldtrace-server-probe|COMPLETED"]
+        assert rows == ["worldtrace-server-probe"]
     finally:
-        _worldtrace(["server", "stop"], env)
+        _invoke(["server", "stop"], tmp_path, monkeypatch)
 
 
 def test_select_api_points_prefect_at_the_server_unless_the_user_chose(
@@ -269,7 +292,6 @@ def test_select_api_points_prefect_at_the_server_unless_the_user_chose(
 ) -> None:
     monkeypatch.setenv(server.SERVER_HOME_ENV, str(served.home))
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path))  # no profile there
-    # Set, then deleted: undoing restores what the session had, even a value set in between.
     monkeypatch.setenv("PREFECT_API_URL", "unset by the test")
     monkeypatch.delenv("PREFECT_API_URL")
 
@@ -319,24 +341,21 @@ def test_select_api_without_a_server_is_instant_and_leaves_prefect_alone(
 
 
 def test_stop_ends_the_server_and_commands_fall_back_to_the_temporary_api(
-    served: Served,
+    served: Served, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    stopped = _worldtrace(["server", "stop"], served.env)
-    assert stopped.returncode == 0, stopped.stderr
+    stopped = _invoke(["server", "stop"], served.home, monkeypatch)
+    assert stopped.exit_code == 0, stopped.output
     assert f"Prefect server at {served.url} stopped (pid {served.pid})" in stopped.stdout
     assert not _running(served.pid)
     assert not (served.home / "server.json").exists()
 
-    status = _worldtrace(["server", "status"], served.env)
-    assert status.returncode == 0
+    status = _invoke(["server", "status"], served.home, monkeypatch)
+    assert status.exit_code == 0
     assert status.stdout.splitlines()[0] == "Prefect server: stopped"
-    assert _worldtrace(["server", "status", "--check"], served.env).returncode == 3
-    again = _worldtrace(["server", "stop"], served.env)
-    assert again.returncode == 0
-    assert "not running" in again.stdout
+    assert _invoke(["server", "status", "--check"], served.home, monkeypatch).exit_code == 3
 
-    # A command that runs flows says which API it uses, in one dimmed line.
-    result = _worldtrace(["collect", "fax"], served.env)
-    assert result.returncode == 2
-    assert server.EPHEMERAL_LINE in result.stderr
-    assert served.url not in result.stderr
+    # A command that runs flows says which API it uses, in one line.
+    result = _invoke(["collect", "fax"], served.home, monkeypatch)
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0] == server.EPHEMERAL_LINE
+    assert served.url not in result.output
