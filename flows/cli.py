@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
+from worldtrace.flows import server
 from worldtrace.flows.deploy import register as register_deploy_commands
 
 if TYPE_CHECKING:  # the libraries read their log settings at import: not before the options
@@ -58,6 +59,7 @@ app = typer.Typer(
 )
 sandboxes_app = typer.Typer(help="Build, list and clean up sandbox images and containers.")
 app.add_typer(sandboxes_app, name="sandboxes")
+server.register(app)
 register_deploy_commands(app)
 
 _log_file: Path | None = None
@@ -75,6 +77,10 @@ def _options(
 
     global _log_file
     _log_file = configure(ctx.invoked_subcommand or "worldtrace", verbose)
+    # Before anything imports Prefect: the managed server when it runs, else the temporary API.
+    api = server.select_api()
+    if ctx.invoked_subcommand in server.FLOW_COMMANDS:
+        console.print(Text(api, style="dim"), soft_wrap=True)
 
 
 def _summary(title: str, rows: dict[str, Any]) -> None:
