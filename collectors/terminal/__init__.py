@@ -1,10 +1,11 @@
-"""The terminal domain: bash in a container, driven through tmux.
+"""The terminal domain: bash in a container (or on an SSH host), driven through tmux.
 
 One registration (``[project.entry-points."worldtrace.collectors"]`` in ``pyproject.toml``)
 gives the pipeline everything it needs: the environment and its config, the policies
 (``script`` plays the task library, ``explore`` builds commands from what it has seen,
 ``replay`` re-executes given action texts such as ``echo hi<Enter>``), the renderer of raw
-screens, the sandbox image (``image/``) and the actions that only read.
+screens, the sandbox image (``image/``) and the actions that only read. With ``ssh`` in its config
+the same driver runs on an existing machine reached over SSH instead (:mod:`.ssh`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from worldtrace.collectors.requirements import Requirements
 from worldtrace.collectors.terminal.actions import parse_action_text
 from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
 from worldtrace.collectors.terminal.render import TerminalRenderer
+from worldtrace.collectors.terminal.ssh import SshTerminalEnvironment
 from worldtrace.collectors.terminal.tasks import TASKS, TerminalTask
 from worldtrace.collectors.terminal.workspace import workspace_setup
 from worldtrace.sandboxes.docker import require_image
@@ -45,7 +47,9 @@ class TerminalCollector(Collector[TerminalConfig, TerminalTask]):
     requirements = Requirements(images=(IMAGE,))
 
     def make_environment(self, config: TerminalConfig) -> TerminalEnvironment:
-        """Build the terminal environment."""
+        """Build the terminal environment: a container, or the SSH host ``config.ssh`` names."""
+        if config.ssh is not None:
+            return SshTerminalEnvironment(config)
         return TerminalEnvironment(config)
 
     def renderer(self) -> Renderer:
@@ -82,8 +86,25 @@ class TerminalCollector(Collector[TerminalConfig, TerminalTask]):
         return EpisodePlan(index=index, seed=seed, task=task)
 
     def preflight(self, config: TerminalConfig) -> None:
-        """Check that the Docker engine answers and the configured image exists."""
-        require_image(config.image)
+        """Check that the Docker engine answers and the configured image exists.
+
+        On an SSH host: that it is reachable with its host key known and the key accepted,
+        runs bash, tmux and python3, and allows the chosen reset.
+        """
+        if config.ssh is None:
+            require_image(config.image)
+            return
+        environment = SshTerminalEnvironment(config)
+        try:
+            environment.check_host()
+        finally:
+            environment.close()
 
 
-__all__ = ["TerminalCollector", "TerminalConfig", "TerminalEnvironment", "TerminalTask"]
+__all__ = [
+    "SshTerminalEnvironment",
+    "TerminalCollector",
+    "TerminalConfig",
+    "TerminalEnvironment",
+    "TerminalTask",
+]

@@ -29,12 +29,13 @@ import math
 import time
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from worldtrace.collectors.base import EnvironmentConfig, StepOutcome, TaskSetupError
 from worldtrace.collectors.driven import DriverEnvironment
 from worldtrace.collectors.terminal.tasks.helpers import HOME, TerminalTask
 from worldtrace.sandboxes.docker import Limits, SandboxError
+from worldtrace.sandboxes.ssh import SshHostConfig
 from worldtrace.schemas import Action, EnvironmentRef
 from worldtrace.schemas.raw import RawObservation
 
@@ -66,6 +67,21 @@ class TerminalConfig(EnvironmentConfig):
         "output or CPU use by the foreground job",
     )
     setup_timeout_s: float = Field(default=60, gt=0, description="limit for each setup command")
+    ssh: SshHostConfig | None = Field(
+        default=None,
+        description="run on an existing machine reached over SSH instead of in a container "
+        "(see collectors/terminal/ssh.py); image and limits then do not apply",
+    )
+
+    @model_validator(mode="after")
+    def _container_fields_without_ssh(self) -> TerminalConfig:
+        given = sorted({"image", "limits"} & self.model_fields_set)
+        if self.ssh is not None and given:
+            raise ValueError(
+                f"{' and '.join(given)} apply to containers; an SSH host runs the shell as it is "
+                "(with its own limits): leave them out, or leave out ssh"
+            )
+        return self
 
 
 class TerminalEnvironment(DriverEnvironment[TerminalConfig, TerminalTask]):
@@ -80,6 +96,11 @@ class TerminalEnvironment(DriverEnvironment[TerminalConfig, TerminalTask]):
 
     def reset(self, seed: int, task: TerminalTask | None) -> RawObservation:
         """Start a fresh container, run the task's setup, start the shell, return the screen."""
+        if self.config.ssh is not None:
+            raise ValueError(
+                "this config names an SSH host: use SshTerminalEnvironment (collectors/terminal/"
+                "ssh.py), which TerminalCollector.make_environment chooses for it"
+            )
         sandbox = self._start_sandbox(self.config.image, self.config.limits)
         for command in task.setup if task else ():
             result = sandbox.exec(
@@ -138,7 +159,7 @@ class TerminalEnvironment(DriverEnvironment[TerminalConfig, TerminalTask]):
     def _lost_outcome(self, error: SandboxError, started: float) -> StepOutcome:
         """The sandbox stopped answering during a step: record why, and end the episode."""
         skipped = self._abandon_driver()
-        reason = self.sandbox.lost_reason(error)
+        reason = self._lost_reason(error)
         observation = self._last_look()
         stale = observation is None
         if observation is None:
@@ -161,6 +182,10 @@ class TerminalEnvironment(DriverEnvironment[TerminalConfig, TerminalTask]):
             truncated=True,
             error=reason,
         )
+
+    def _lost_reason(self, error: SandboxError) -> str:
+        """Why the step lost its sandbox, as the step's error says it."""
+        return self.sandbox.lost_reason(error)
 
     def _request(self, request: dict[str, Any], timeout_s: float) -> RawObservation:
         """Send one request and return the driver's reply to it, skipping any other line."""
