@@ -108,8 +108,8 @@ class ServerState:
 
     @property
     def url(self) -> str:
-        """The server's address (the UI)."""
-        return f"http://{self.host}:{self.port}"
+        """The server's address on this machine (the UI)."""
+        return _local_url(self.host, self.port)
 
     @property
     def api_url(self) -> str:
@@ -119,6 +119,12 @@ class ServerState:
     def uptime_s(self) -> float:
         """Seconds since the server was started."""
         return (datetime.now(UTC) - datetime.fromisoformat(self.started_at)).total_seconds()
+
+
+def _local_url(host: str, port: int) -> str:
+    """How this machine reaches a server listening on ``host``: on every address, by loopback."""
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def _load_state() -> ServerState | None:
@@ -258,7 +264,7 @@ def _check_port_free(host: str, port: int) -> None:
     except OSError as error:
         what = (
             "another Prefect server, not the one worldtrace manages here, answers there"
-            if healthy(f"http://{host}:{port}/api")
+            if healthy(f"{_local_url(host, port)}/api")
             else f"cannot listen there: {error.strerror or error}"
         )
         raise SetupError(
