@@ -71,6 +71,22 @@ def test_a_sandbox_through_ssh_runs_a_command_and_is_removed(
     client.close()
 
 
+def test_requests_reuse_ssh_sessions(sshd: SshServer, terminal_image: str) -> None:
+    # Each new SSH session starts `docker system dial-stdio` on the server (0.1 s or more).
+    client = remote.connect(sshd.sandbox_host)
+    transport = client.api._custom_adapter.ssh_client.get_transport()
+    opened = []
+    open_session = transport.open_session
+    transport.open_session = lambda *a, **k: opened.append(1) or open_session(*a, **k)
+    for _ in range(2):
+        with DockerSandbox(terminal_image, limits=UNCAPPED, client=client) as sandbox:
+            assert sandbox.exec(["true"]).exit_code == 0
+    # A sandbox's seven requests share one pooled session; an exec takes one of its own
+    # (its connection is handed over to the process's streams).
+    assert len(opened) <= 3
+    client.close()
+
+
 def test_a_collection_through_ssh_produces_transitions(
     sshd: SshServer, terminal_image: str, tmp_path: Path
 ) -> None:
