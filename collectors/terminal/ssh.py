@@ -43,12 +43,12 @@ import re
 import secrets
 from pathlib import Path
 
-from worldtrace.collectors.base import TaskSetupError
+from worldtrace.collectors.base import StepOutcome, TaskSetupError
 from worldtrace.collectors.driven import LAST_LOOK_TIMEOUT_S
 from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
 from worldtrace.collectors.terminal.tasks.helpers import HOME, TerminalTask
 from worldtrace.sandboxes.channel import DriverChannel, json_object
-from worldtrace.sandboxes.docker import SandboxError
+from worldtrace.sandboxes.docker import Limits, SandboxError
 from worldtrace.sandboxes.ssh import Account, SshHost
 from worldtrace.schemas import EnvironmentRef
 from worldtrace.schemas.raw import RawObservation
@@ -177,6 +177,23 @@ class SshTerminalEnvironment(TerminalEnvironment):
         if observation is None or not isinstance(observation.get(self.state_field), str):
             return None
         return observation
+
+    def _process_limit_outcome(
+        self, observation: RawObservation, started: float, limits: Limits
+    ) -> StepOutcome | None:
+        """End the episode if the host refused new processes during the step.
+
+        The limit is the host's own (the container ``limits`` do not apply here), seen where
+        the driver can see it (a pids cgroup over its processes).
+        """
+        refused = observation.get("forks_refused") or 0
+        if not refused:
+            return None
+        self._unusable = True
+        error = (
+            f"{self.host.address} reached its process limit: {refused} new processes were refused"
+        )
+        return self._outcome(observation, started, error=error, truncated=True)
 
     # --- after the episode ----------------------------------------------------------------
 

@@ -247,6 +247,20 @@ def test_a_dropped_connection_truncates_the_step_without_hanging(
     assert output == "", output
 
 
+def test_a_driver_the_agent_kills_ends_the_episode_with_a_fresh_screen(
+    sshd: SshServer, command_env: SshTerminalEnvironment
+) -> None:
+    command_env.reset(seed=0, task=None)
+    # The agent runs as the login user, as the driver does: it can end it (not trace it).
+    outcome = command_env.step(command("pkill -f ssh_[d]river.py; echo gone"), STEP_TIMEOUT_S)
+    assert outcome.truncated
+    assert outcome.error is not None and "stopped answering" in outcome.error
+    assert outcome.observation["sandbox_lost"] is True
+    # The connection still works: a second driver process looked at the screen.
+    assert outcome.observation["screen_stale"] is False
+    assert "gone" in lines(outcome.observation)
+
+
 def test_a_collection_with_the_ssh_option_writes_valid_transitions(
     sshd: SshServer, tmp_path: Path
 ) -> None:
