@@ -25,6 +25,7 @@ inside the sandbox can stop it): that is a ``SandboxError``, and the episode is 
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from typing import Any
@@ -82,6 +83,11 @@ class TerminalConfig(EnvironmentConfig):
                 "(with its own limits): leave them out, or leave out ssh"
             )
         return self
+
+    def config_hash(self) -> str:
+        """A short hash of this configuration; a container's is what it was before ``ssh``."""
+        exclude = {"ssh"} if self.ssh is None else None
+        return hashlib.sha256(self.model_dump_json(exclude=exclude).encode()).hexdigest()[:16]
 
 
 class TerminalEnvironment(DriverEnvironment[TerminalConfig, TerminalTask]):

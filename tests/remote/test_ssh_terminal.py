@@ -308,8 +308,9 @@ def test_the_ssh_option_is_validated() -> None:
         TerminalConfig.model_validate(
             {"ssh": {"host": "ssh://u@h", "reset_command": "true"}, "image": "x", "limits": {}}
         )
-    # The default is unchanged: a container.
+    # The default is unchanged: a container, whose config hash is what it was before `ssh`.
     assert TerminalConfig().ssh is None
+    assert TerminalConfig().config_hash() == "fe711e308ae7707c"
     config = TerminalConfig.model_validate({"ssh": {"host": "ssh://u@h", "reset_command": "true"}})
     assert isinstance(config.ssh, SshHostConfig)
     with pytest.raises(ValueError, match="SshTerminalEnvironment"):
