@@ -292,7 +292,17 @@ def _connect(client: paramiko.SSHClient, host: SandboxHost) -> None:
             f"the SSH server {host.address} refused {which_key} ({error}); the public key "
             f"must be in ~{host.user}/.ssh/authorized_keys there"
         ) from None
-    except (OSError, paramiko.SSHException, EOFError) as error:
+    except paramiko.SSHException as error:
+        client.close()
+        if "No authentication methods available" not in str(error):
+            raise SandboxHostError(
+                f"cannot connect to the SSH server {host.address}: {error}"
+            ) from None
+        raise SandboxHostError(
+            f"no key to log in to {host.address} with: the sandbox host names none (?key=PATH), "
+            "no SSH agent is reachable (SSH_AUTH_SOCK) and ~/.ssh holds no id_* key"
+        ) from None
+    except (OSError, EOFError) as error:
         client.close()
         raise SandboxHostError(
             f"cannot connect to the SSH server {host.address}: {error or type(error).__name__}"
@@ -524,14 +534,6 @@ def ensure_images(
     return build_images(list(definitions), client, say=progress)
 
 
-def describe(host: str | None) -> str:
-    """One line naming the engine sandboxes run on (for messages and logs)."""
-    if not host:
-        return "the local Docker engine"
-    parsed = parse_sandbox_host(host)
-    return f"the Docker engine at {parsed.scheme}://{parsed.address}"
-
-
 __all__ = [
     "SANDBOX_HOST_ENV",
     "SandboxHost",
@@ -539,7 +541,6 @@ __all__ = [
     "client_for",
     "connect",
     "current_host",
-    "describe",
     "disk_capped",
     "ensure_images",
     "host_of",

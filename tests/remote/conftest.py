@@ -16,7 +16,9 @@ For other test modules (a terminal episode on an SSH host): the server has
 - ``tmux``, ``python3``, ``sudo``, ``procps`` and the ``docker`` CLI;
 - a fresh ed25519 host key per container, written to :attr:`SshServer.known_hosts` (an
   OpenSSH known_hosts file, the only key trusted for ``[127.0.0.1]:<port>``);
-- ``MaxSessions 100``.
+- ``MaxSessions 100``;
+- the fixture's folder (:attr:`SshServer.folder`, holding the key) mounted at
+  :data:`SHARED` (an SSH agent started there is reachable from the tests).
 
 Use it from another module in this folder by naming the fixture ``sshd``; it is
 module-scoped (a server start takes about a second; the image is built once), so that no
@@ -47,6 +49,8 @@ SSHD_IMAGE = ImageDefinition("test-sshd", Path(__file__).parent / "sshd")
 """The SSH server's image: OpenSSH, the docker CLI, tmux and python3 on our base image."""
 USER = "worldtrace"
 ENGINE_SOCKET = "/var/run/docker.sock"
+SHARED = "/run/wt-test"
+"""Where the server sees the fixture's folder."""
 START_TIMEOUT_S = 20.0
 
 
@@ -63,6 +67,8 @@ class SshServer:
     """A known_hosts file holding exactly the server's real host key."""
     host_key: paramiko.PKey
     container: Container
+    folder: Path
+    """A folder of this machine the server sees at :data:`SHARED`."""
 
     @property
     def url(self) -> str:
@@ -143,7 +149,10 @@ def running_sshd(folder: Path) -> Iterator[SshServer]:
         detach=True,
         auto_remove=True,
         network_mode="host",
-        mounts=[Mount(target=ENGINE_SOCKET, source=ENGINE_SOCKET, type="bind")],
+        mounts=[
+            Mount(target=ENGINE_SOCKET, source=ENGINE_SOCKET, type="bind"),
+            Mount(target=SHARED, source=str(folder), type="bind"),
+        ],
         environment={
             "SSHD_PORT": str(port),
             "AUTHORIZED_KEYS": key.with_name(key.name + ".pub").read_text().strip(),
@@ -161,7 +170,7 @@ def running_sshd(folder: Path) -> Iterator[SshServer]:
         host_key = _server_key("127.0.0.1", port, time.monotonic() + START_TIMEOUT_S, container)
         known_hosts = folder / "known_hosts"
         write_known_hosts(known_hosts, "127.0.0.1", port, host_key)
-        yield SshServer("127.0.0.1", port, USER, key, known_hosts, host_key, container)
+        yield SshServer("127.0.0.1", port, USER, key, known_hosts, host_key, container, folder)
     finally:
         with contextlib.suppress(docker.errors.NotFound):
             container.remove(force=True)

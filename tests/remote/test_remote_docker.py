@@ -22,7 +22,7 @@ import docker.errors
 import polars as pl
 import pytest
 
-from tests.remote.conftest import SshServer, write_key, write_known_hosts
+from tests.remote.conftest import SHARED, SshServer, write_key, write_known_hosts
 from worldtrace.flows.collect import run_collection
 from worldtrace.flows.config import validate_config
 from worldtrace.sandboxes import remote
@@ -177,6 +177,28 @@ def test_a_refused_key_is_a_clear_error(sshd: SshServer, tmp_path: Path) -> None
         remote.connect(with_known_hosts(sshd, sshd.known_hosts, key=stranger))
     with pytest.raises(remote.SandboxHostError, match="does not exist"):
         remote.connect(with_known_hosts(sshd, sshd.known_hosts, key=tmp_path / "missing"))
+
+
+def test_without_a_key_file_the_ssh_agents_key_is_used(
+    sshd: SshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Debian's ssh-agent, run in the server's container on a socket in the shared folder.
+    agent = f"{SHARED}/agent-{tmp_path.name}.sock"
+    started = sshd.container.exec_run(["ssh-agent", "-a", agent])
+    assert started.exit_code == 0, started.output
+    added = sshd.container.exec_run(
+        ["ssh-add", f"{SHARED}/{sshd.key.name}"], environment={"SSH_AUTH_SOCK": agent}
+    )
+    assert added.exit_code == 0, added.output
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ssh/id_* to fall back on
+    without_key = f"{sshd.url}?known_hosts={sshd.known_hosts}"
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    with pytest.raises(remote.SandboxHostError, match=r"no key to log in to .*\(SSH_AUTH_SOCK\)"):
+        remote.connect(without_key)
+    monkeypatch.setenv("SSH_AUTH_SOCK", str(sshd.folder / Path(agent).name))
+    client = remote.connect(without_key)
+    assert client.ping()
+    client.close()
 
 
 def test_a_user_without_docker_there_is_a_clear_error(sshd: SshServer, tmp_path: Path) -> None:
