@@ -51,6 +51,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "PREFECT_HOME": str(home),
         "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "1",
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        # An episode waiting for a sandbox slot asks again after at most this long (30 s by
+        # default, a wait that would dominate a test's few short episodes).
+        "PREFECT_SERVER_CONCURRENCY_MAXIMUM_CONCURRENCY_SLOT_WAIT_SECONDS": "1",
     }
     env.pop("PREFECT_API_URL", None)
     log = (home / "server.log").open("wb")
@@ -164,7 +167,7 @@ def write_config(folder: Path, **fields: Any) -> Path:
     return path
 
 
-def wait_for_final_state(url: str, flow_run_id: Any, timeout: float = 120) -> Any:
+def wait_for_final_state(url: str, flow_run_id: Any, timeout: float = 240) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with api(url) as client:
@@ -206,19 +209,34 @@ def assert_complete_run(run_dir: Path, episodes: int) -> dict[str, list[Any]]:
     return recorded
 
 
-def test_a_bad_config_or_schedule_creates_nothing(server: str, tmp_path: Path) -> None:
-    bad = write_config(tmp_path, episodes=0)
-    result = wt(server, tmp_path, "deploy", str(bad), "--name", "bad", "--pool", "never-made")
-    assert result.returncode == 2, result.stderr
-    assert "error: " in result.stderr and "episodes" in result.stderr
-    assert "Traceback" not in result.stderr
-    good = write_config(tmp_path)
-    result = wt(server, tmp_path, "deploy", str(good), "--name", "bad", "--cron", "every day")
-    assert result.returncode == 2 and "not a valid cron expression" in result.stderr
-    result = wt(server, tmp_path, "deploy", str(good), "--name", "bad", "--interval", "0")
-    assert result.returncode == 2 and "--interval" in result.stderr
+@pytest.mark.parametrize(
+    ("fields", "flags", "message"),
+    [
+        ({"episodes": 0}, ["--interval", "60"], "episodes"),
+        ({"domain": "fax"}, ["--interval", "60"], "no collector for domain 'fax'"),
+        ({}, ["--cron", "every day"], "not a valid cron expression"),
+        ({}, ["--interval", "0"], "--interval must be a positive number"),
+        ({}, ["--interval", "60", "--cron", "0 2 * * *"], "not both"),
+        ({}, ["--interval", "60", "--name", "a/b"], "--name 'a/b'"),
+    ],
+)
+def test_bad_input_creates_nothing(
+    server: str, tmp_path: Path, fields: dict[str, Any], flags: list[str], message: str
+) -> None:
     from prefect.exceptions import ObjectNotFound
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from typer.testing import CliRunner
 
+    from worldtrace.flows.cli import app
+
+    config = write_config(tmp_path, **fields)
+    # A flag given twice: the last one counts (--name).
+    args = ["deploy", str(config), "--name", "bad", "--pool", "never-made", *flags]
+    with temporary_settings({PREFECT_API_URL: server}):
+        result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "error: " in result.output and message in result.output
+    assert "Traceback" not in result.output
     with api(server) as client:
         assert not [d for d in client.read_deployments() if d.name == "bad"]
         with pytest.raises(ObjectNotFound):
@@ -238,29 +256,32 @@ def test_an_interval_deployment_is_run_by_a_worker(server: str, tmp_path: Path) 
 
     by_name = DeploymentFilter(name=DeploymentFilterName(any_=["often"]))
     with worker(server, tmp_path, "--pool", "worldtrace", "--limit", "2"):
-        # The first slot is one interval after deploying; once a worker took its run, the
-        # deployment is paused so that no second run starts (it would outlive the test).
+        # The first slot is one interval after deploying. Once the worker took a run, the
+        # deployment is paused (its later runs are deleted) and every run it took is awaited.
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            taken = [run for run in api_runs(server, by_name) if not run.state.is_scheduled()]
-            if taken:
+            if [run for run in api_runs(server, by_name) if not run.state.is_scheduled()]:
                 break
             time.sleep(0.2)
         else:
             pytest.fail("no scheduled run was taken by the worker")
         with api(server) as client:
-            client.pause_deployment(taken[0].deployment_id)
-        (first,) = taken
-        finished = wait_for_final_state(server, first.id)
-    assert finished.state.is_completed(), finished.state
-    run_dir = tmp_path / "runs" / f"often-{run_stamp(finished.expected_start_time)}"
-    recorded = assert_complete_run(run_dir, episodes=2)
-    steps = [event for events in recorded.values() for event in events if event.type == "step"]
-    latency = (
-        min(step.started_at for step in steps) - finished.expected_start_time
-    ).total_seconds()
-    print(f"\nscheduling latency (scheduled time to first step): {latency:.1f} s")
-    assert latency >= 0
+            client.pause_deployment(client.read_deployment_by_name("scheduled-collect/often").id)
+        taken = [run for run in api_runs(server, by_name) if not run.state.is_scheduled()]
+        finished = [wait_for_final_state(server, run.id) for run in taken]
+    assert finished and all(run.state.is_completed() for run in finished), finished
+    latencies = []
+    for run in finished:
+        run_dir = tmp_path / "runs" / f"often-{run_stamp(run.expected_start_time)}"
+        recorded = assert_complete_run(run_dir, episodes=2)
+        steps = [event for events in recorded.values() for event in events if event.type == "step"]
+        latencies.append(
+            (min(s.started_at for s in steps) - run.expected_start_time).total_seconds()
+        )
+    # One run directory per scheduled time, nothing else.
+    assert len(list((tmp_path / "runs").iterdir())) == len(finished)
+    print(f"\nscheduling latency (scheduled time to first step): {latencies} s")
+    assert min(latencies) >= 0
 
 
 def api_runs(url: str, deployment_filter: Any) -> list[Any]:
@@ -269,7 +290,7 @@ def api_runs(url: str, deployment_filter: Any) -> list[Any]:
 
 
 def test_a_sandbox_limit_of_one_is_respected(server: str, tmp_path: Path) -> None:
-    config = write_config(tmp_path, episodes=3, workers=3)
+    config = write_config(tmp_path, episodes=2, workers=2)
     deployed = wt(server, tmp_path, "deploy", str(config), "--name", "limited")
     assert deployed.returncode == 0, deployed.stderr
     flow_run_id = start_run(server, "scheduled-collect/limited")
@@ -284,8 +305,8 @@ def test_a_sandbox_limit_of_one_is_respected(server: str, tmp_path: Path) -> Non
             client.delete_global_concurrency_limit_by_name(machine_limit_name())
     assert finished.state.is_completed(), finished.state
     run_dir = tmp_path / "runs" / f"limited-{run_stamp(finished.expected_start_time)}"
-    recorded = assert_complete_run(run_dir, episodes=3)
-    # Three episodes, three threads, one slot: the sandboxes lived one after the other.
+    recorded = assert_complete_run(run_dir, episodes=2)
+    # Two episodes, two threads, one slot: the sandboxes lived one after the other.
     lifetimes = sorted((events[0].started_at, events[-1].ended_at) for events in recorded.values())
     for (_, ended), (started, _) in itertools.pairwise(lifetimes):
         assert ended <= started, lifetimes
@@ -296,7 +317,7 @@ def test_a_killed_worker_leaves_a_run_the_next_attempt_completes(
 ) -> None:
     from prefect.states import Scheduled
 
-    config = write_config(tmp_path, episodes=4, max_steps=4)
+    config = write_config(tmp_path, episodes=3, max_steps=3)
     deployed = wt(server, tmp_path, "deploy", str(config), "--name", "killed")
     assert deployed.returncode == 0, deployed.stderr
     flow_run_id = start_run(server, "scheduled-collect/killed")
@@ -321,7 +342,7 @@ def test_a_killed_worker_leaves_a_run_the_next_attempt_completes(
             pytest.fail("the run never had a sealed and a partial episode at once")
         kill_tree(first.pid)
     sealed_before = {p.name: p.read_bytes() for p in (run_dir / "raw" / "episodes").iterdir()}
-    assert 0 < len(sealed_before) < 4
+    assert 0 < len(sealed_before) < 3
 
     # The next attempt: the same flow run scheduled again (what the UI's retry does).
     with api(server) as client:
@@ -330,11 +351,48 @@ def test_a_killed_worker_leaves_a_run_the_next_attempt_completes(
         finished = wait_for_final_state(server, flow_run_id)
     assert finished.state.is_completed(), finished.state
     assert finished.expected_start_time == expected
-    assert_complete_run(run_dir, episodes=4)
+    assert_complete_run(run_dir, episodes=3)
     for name, content in sealed_before.items():
         assert (run_dir / "raw" / "episodes" / name).read_bytes() == content
     assert list((run_dir / "raw" / "interrupted").glob("*.jsonl"))
     assert not [p for p in (tmp_path / "runs").iterdir() if p != run_dir]
     episodes = pl.read_parquet(run_dir / "episodes.parquet")
-    assert episodes.height == 4 and episodes["episode_id"].n_unique() == 4
+    assert episodes.height == 3 and episodes["episode_id"].n_unique() == 3
     print(json.dumps({"sealed_before_kill": len(sealed_before)}))
+
+
+def test_a_scheduled_pipeline_curates_every_run_of_its_deployment(
+    tmp_path: Path, terminal_image: str
+) -> None:
+    # In this process, on the temporary API: a flow run's expected start time is its creation.
+    from worldtrace.flows.pipeline import file_sha256
+    from worldtrace.flows.scheduled import scheduled_pipeline
+
+    pipeline_file = tmp_path / "pipeline.yaml"
+    pipeline_file.write_text(
+        yaml.safe_dump(
+            {
+                "collect": {
+                    "domain": "terminal",
+                    "episodes": 1,
+                    "out": str(tmp_path / "runs"),
+                    "max_steps": 2,
+                    "policy": {"kind": "script", "tasks": ["word-frequency"]},
+                },
+                "corpus": str(tmp_path / "corpus"),
+                "publish": {"to": str(tmp_path / "dist")},
+            }
+        )
+    )
+    sha256 = file_sha256(pipeline_file)
+    first = scheduled_pipeline(str(pipeline_file), sha256, "nightly")
+    second = scheduled_pipeline(str(pipeline_file), sha256, "nightly")
+
+    runs = sorted(path.name for path in (tmp_path / "runs").iterdir())
+    assert len(runs) == 2 and all(name.startswith("nightly-") for name in runs)
+    assert first["curate"]["runs"] == 1 and second["curate"]["runs"] == 2
+    # The second corpus read both runs' transitions; each run published its own folder.
+    assert second["curate"]["rows_in"] == 2 * first["curate"]["rows_in"] > 0
+    assert Path(second["curate"]["corpus"]) == tmp_path / "corpus" / runs[1]
+    assert sorted(path.name for path in (tmp_path / "dist").iterdir()) == runs
+    assert second["publish"]["rows"] >= first["publish"]["rows"] > 0
