@@ -85,7 +85,7 @@ def collect_episode(
     recorder = RunRecorder(config.run_dir, config.identity())
     # A slot of this machine's and this domain's sandbox limits while the sandbox lives, where
     # such limits exist on a Prefect server (flows/slots.py); nothing at all otherwise.
-    with sandbox_slot(config.domain):
+    with sandbox_slot(config.domain, sandbox_host):
         if stop_requested():  # asked while waiting for a slot
             return _stopped(episode_id)
         writer = recorder.begin(episode_id)

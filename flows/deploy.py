@@ -23,6 +23,7 @@ command line configured logging.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from dataclasses import dataclass
 from datetime import timedelta
@@ -253,12 +254,15 @@ def run_worker(
     """Run a Prefect process worker on ``pool`` in this process until it is stopped."""
     from prefect.workers.process import ProcessWorker
 
-    from worldtrace.flows.slots import set_machine_limit
+    from worldtrace.flows.slots import sandbox_machine, set_machine_limit
+    from worldtrace.sandboxes.remote import SANDBOX_HOST_ENV
 
     require_server()
     ensure_process_pool(pool)
     if sandboxes is not None:
-        limit_name = set_machine_limit(sandboxes)
+        # The machine whose engine runs this worker's sandboxes (WORLDTRACE_SANDBOX_HOST's).
+        machine = sandbox_machine(os.environ.get(SANDBOX_HOST_ENV))
+        limit_name = set_machine_limit(sandboxes, hostname=machine)
         Console(stderr=True).print(f"{limit_name}: at most {sandboxes} sandbox(es) at once")
 
     async def work() -> None:

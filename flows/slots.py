@@ -2,8 +2,9 @@
 
 An episode holds one slot of each of these limits, when it exists, while its sandbox lives:
 
-- ``sandboxes-<hostname>``: every sandbox on this machine, whatever the run or the worker
-  (``worldtrace worker --sandboxes N`` sets it; so can ``prefect gcl create``);
+- ``sandboxes-<hostname>``: every sandbox on one machine, whatever the run or the worker: this
+  machine, or the one a run's ``sandbox_host`` names (``worldtrace worker --sandboxes N`` sets
+  it for the machine the worker's sandboxes run on; so can ``prefect gcl create``);
 - ``sandboxes-<domain>``: every sandbox of a domain, on every machine that shares the server.
 
 A limit nobody created costs nothing and changes nothing: without a Prefect server
@@ -19,6 +20,7 @@ import contextlib
 import re
 import socket
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 LEASE_SECONDS = 60.0
 """How long a slot outlives a killed holder (Prefect renews the lease while it lives)."""
@@ -32,6 +34,15 @@ def _limit_name_part(text: str) -> str:
 def machine_limit_name(hostname: str | None = None) -> str:
     """The name of the limit on sandboxes of one machine (default: this one)."""
     return f"sandboxes-{_limit_name_part(hostname or socket.gethostname())}"
+
+
+def sandbox_machine(sandbox_host: str | None) -> str | None:
+    """The machine a sandbox host URL runs sandboxes on (None: this machine's own engine).
+
+    ``ssh://user@build-1:22`` and ``tcp://build-1:2376`` are both the machine ``build-1``, so
+    runs reaching one engine by either way share its limit.
+    """
+    return urlsplit(sandbox_host).hostname if sandbox_host else None
 
 
 def domain_limit_name(domain: str) -> str:
@@ -64,16 +75,18 @@ def existing_limits(names: list[str]) -> list[str]:
 
 
 @contextlib.contextmanager
-def sandbox_slot(domain: str) -> Iterator[list[str]]:
+def sandbox_slot(domain: str, sandbox_host: str | None = None) -> Iterator[list[str]]:
     """Hold a slot of the machine's and the domain's sandbox limits, where they exist.
 
+    The machine is the one whose engine runs the sandbox: ``sandbox_host``'s, or this one.
     Blocks until every existing limit has a free slot; yields the names of the limits held
     (empty when there are none or there is no server).
     """
     if _server_url() is None:
         yield []
         return
-    names = existing_limits([machine_limit_name(), domain_limit_name(domain)])
+    machine = machine_limit_name(sandbox_machine(sandbox_host))
+    names = existing_limits([machine, domain_limit_name(domain)])
     if not names:
         yield []
         return

@@ -396,3 +396,13 @@ def test_a_scheduled_pipeline_curates_every_run_of_its_deployment(
     assert Path(second["curate"]["corpus"]) == tmp_path / "corpus" / runs[1]
     assert sorted(path.name for path in (tmp_path / "dist").iterdir()) == runs
     assert second["publish"]["rows"] >= first["publish"]["rows"] > 0
+
+
+def test_a_remote_sandbox_host_is_limited_as_its_own_machine() -> None:
+    from worldtrace.flows.slots import sandbox_machine
+
+    assert sandbox_machine("ssh://collector@build-1:2222") == "build-1"
+    assert sandbox_machine("tcp://build-1:2376") == "build-1"
+    assert sandbox_machine(None) is None
+    assert machine_limit_name(sandbox_machine("ssh://u@build-1")) == "sandboxes-build-1"
+    assert machine_limit_name() == f"sandboxes-{socket.gethostname()}"
