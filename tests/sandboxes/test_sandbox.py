@@ -65,8 +65,14 @@ def test_only_loopback_or_host_networks_are_allowed():
         DockerSandbox("x", network="bridge")
 
 
+# A Ctrl-C in a terminal reaches a process whose SIGINT is the default. The suite may run with
+# SIGINT ignored (a shell starts a background job, `bash .ci/run &`, with SIGINT ignored), and
+# a child inherits that, so the holder would never see the signal: it puts the terminal's
+# state back first.
 HOLDER = """
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 from worldtrace.sandboxes.docker import DockerSandbox, exit_cleanly_on_sigterm
 exit_cleanly_on_sigterm()
 sandbox = DockerSandbox(sys.argv[1]).start()
