@@ -23,13 +23,18 @@ KEEP_LOGS = 50
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+def state_home() -> Path:
+    """The folder of what worldtrace keeps between commands (``$XDG_STATE_HOME/worldtrace``)."""
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "worldtrace"
+
+
 def log_dir() -> Path:
     """Where the log files go."""
     configured = os.environ.get(LOG_DIR_ENV)
     if configured:
         return Path(configured)
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "worldtrace" / "logs"
+    return state_home() / "logs"
 
 
 def verbose() -> bool:

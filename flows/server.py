@@ -42,6 +42,8 @@ from typing import Annotated
 
 import typer
 
+from worldtrace.flows.logs import state_home
+
 # worldtrace.schemas.errors is imported where an error is raised: the schemas package imports
 # datasets (a second, and it reads its log settings on import), and the command line imports
 # this module before it configures logging.
@@ -73,8 +75,7 @@ def server_home() -> Path:
     configured = os.environ.get(SERVER_HOME_ENV)
     if configured:
         return Path(configured)
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "worldtrace" / "prefect-server"
+    return state_home() / "prefect-server"
 
 
 def state_path() -> Path:
