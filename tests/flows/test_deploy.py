@@ -22,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import docker
 import polars as pl
 import pytest
 import yaml
@@ -29,6 +30,7 @@ import yaml
 from worldtrace.collectors.recorder import read_episode
 from worldtrace.flows.scheduled import run_stamp
 from worldtrace.flows.slots import machine_limit_name
+from worldtrace.sandboxes.docker import LABEL, OWNER_PID_LABEL
 
 pytestmark = pytest.mark.docker
 
@@ -124,9 +126,10 @@ def worker(url: str, cwd: Path, *args: str) -> Iterator[subprocess.Popen[bytes]]
     try:
         yield process
     finally:
-        kill_tree(process.pid)
+        killed = kill_tree(process.pid)
         process.wait()
         log.close()
+        remove_sandboxes_of(killed)
 
 
 def descendants(pid: int) -> list[int]:
@@ -146,11 +149,23 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def kill_tree(pid: int) -> None:
+def kill_tree(pid: int) -> list[int]:
     """SIGKILL a process and all its descendants at once, as a machine crash would."""
-    for target in [pid, *descendants(pid)]:
+    targets = [pid, *descendants(pid)]
+    for target in targets:
         with suppress(ProcessLookupError):
             os.kill(target, signal.SIGKILL)
+    return targets
+
+
+def remove_sandboxes_of(pids: list[int]) -> None:
+    """Remove the sandboxes the killed processes left (only theirs: others' tests run too)."""
+    client = docker.from_env()
+    for pid in pids:
+        for container in client.containers.list(
+            all=True, filters={"label": [LABEL, f"{OWNER_PID_LABEL}={pid}"]}
+        ):
+            container.remove(force=True)
 
 
 def write_config(folder: Path, **fields: Any) -> Path:
@@ -267,11 +282,19 @@ def test_an_interval_deployment_is_run_by_a_worker(server: str, tmp_path: Path) 
             pytest.fail("no scheduled run was taken by the worker")
         with api(server) as client:
             client.pause_deployment(client.read_deployment_by_name("scheduled-collect/often").id)
-        taken = [run for run in api_runs(server, by_name) if not run.state.is_scheduled()]
-        finished = [wait_for_final_state(server, run.id) for run in taken]
-    assert finished and all(run.state.is_completed() for run in finished), finished
+        # The worker may have taken a later run before the pause (it fetches runs due within
+        # its prefetch window): every run it took is awaited.
+        finished: dict[Any, Any] = {}
+        while taken := [
+            run
+            for run in api_runs(server, by_name)
+            if not run.state.is_scheduled() and run.id not in finished
+        ]:
+            finished |= {run.id: wait_for_final_state(server, run.id) for run in taken}
+            time.sleep(2)  # longer than the worker's query interval
+    assert finished and all(run.state.is_completed() for run in finished.values()), finished
     latencies = []
-    for run in finished:
+    for run in finished.values():
         run_dir = tmp_path / "runs" / f"often-{run_stamp(run.expected_start_time)}"
         recorded = assert_complete_run(run_dir, episodes=2)
         steps = [event for events in recorded.values() for event in events if event.type == "step"]
