@@ -9,7 +9,8 @@ path, no source storage, no image): any machine with worldtrace installed runs i
 records and where is described in :mod:`worldtrace.flows.scheduled`. An ``--interval``
 schedule is anchored at the time of deploying, so its first run comes one interval later; a
 ``--cron`` schedule is in UTC. Without either, runs start by hand (``prefect deployment run``
-or the UI).
+or the UI). ``--parts N`` splits every run into N deployments sharing the schedule, which the
+pool's workers take one each (:mod:`worldtrace.flows.scheduled` says how parts divide a run).
 
 ``worldtrace worker --pool POOL`` runs Prefect's process worker in this process; each flow run
 is a child process. ``--limit`` caps its concurrent flow runs, ``--sandboxes`` sets this
@@ -46,8 +47,8 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 class Deployed:
     """What ``deploy`` registered."""
 
-    deployment_id: str
-    full_name: str
+    deployment_ids: list[str]
+    full_names: list[str]
     pool: str
     schedule: str
     run_prefix: str
@@ -133,6 +134,7 @@ def deploy(
     interval: float | None = None,
     pool: str = DEFAULT_POOL,
     pipeline: bool = False,
+    parts: int = 1,
     working_dir: Path | None = None,
 ) -> Deployed:
     """Register a scheduled deployment of the collection (or pipeline) in ``config_file``.
@@ -140,7 +142,9 @@ def deploy(
     Everything is checked first (the name, the schedule, the config file with the domain's
     own validation, the server), so a bad input creates nothing. Deploying the same name again
     updates the deployment. Relative paths in the file are relative to ``working_dir``
-    (default: the current folder), where the deployment's runs execute.
+    (default: the current folder), where the deployment's runs execute. With ``parts`` > 1,
+    ``parts`` deployments ``NAME-p<k>of<parts>`` share the schedule, each collecting its part
+    of the episodes (see :mod:`worldtrace.flows.scheduled`).
     """
     from worldtrace.flows.config import load_config
     from worldtrace.flows.pipeline import file_sha256, load_pipeline_config
@@ -151,6 +155,13 @@ def deploy(
     schedule, described = _schedule(cron, interval)
     path = Path(config_file).resolve()
     collect_config = load_pipeline_config(path).collect if pipeline else load_config(path)
+    if parts < 1 or parts > collect_config.episodes:
+        raise ConfigError(
+            f"--parts must be between 1 and the run's {collect_config.episodes} episode(s), "
+            f"got {parts}"
+        )
+    if pipeline and parts > 1:
+        raise ConfigError("--parts splits a collection; a --pipeline deployment is one run")
     sha256 = file_sha256(path)
     prefix = collect_config.run_name or name
     require_server()
@@ -161,25 +172,33 @@ def deploy(
     from worldtrace.flows.scheduled import scheduled_collect, scheduled_pipeline
 
     target = scheduled_pipeline if pipeline else scheduled_collect
-    parameters = (
-        {"pipeline_file": str(path), "sha256": sha256, "run_prefix": prefix}
-        if pipeline
-        else {"config_file": str(path), "config_sha256": sha256, "run_prefix": prefix}
-    )
-    deployment = RunnerDeployment.from_flow(
-        target,
-        name=name,
-        parameters=parameters,
-        entrypoint_type=EntrypointType.MODULE_PATH,
-        job_variables={"working_dir": str((working_dir or Path.cwd()).resolve())},
-        tags=["worldtrace", collect_config.domain],
-        description=f"{collect_config.episodes} {collect_config.domain} episodes from {path}",
-        **schedule,
-    )
-    deployment_id = deployment.apply(work_pool_name=pool)
+    ids, names = [], []
+    for part in range(1, parts + 1):
+        parameters: dict[str, Any] = (
+            {"pipeline_file": str(path), "sha256": sha256, "run_prefix": prefix}
+            if pipeline
+            else {"config_file": str(path), "config_sha256": sha256, "run_prefix": prefix}
+        )
+        deployment_name = name
+        if parts > 1:
+            parameters |= {"part": part, "parts": parts}
+            deployment_name = f"{name}-p{part}of{parts}"
+        deployment = RunnerDeployment.from_flow(
+            target,
+            name=deployment_name,
+            parameters=parameters,
+            entrypoint_type=EntrypointType.MODULE_PATH,
+            job_variables={"working_dir": str((working_dir or Path.cwd()).resolve())},
+            tags=["worldtrace", collect_config.domain],
+            description=f"{collect_config.episodes} {collect_config.domain} episodes from {path}"
+            + (f", part {part} of {parts}" if parts > 1 else ""),
+            **schedule,
+        )
+        ids.append(str(deployment.apply(work_pool_name=pool)))
+        names.append(f"{target.name}/{deployment_name}")
     return Deployed(
-        deployment_id=str(deployment_id),
-        full_name=f"{target.name}/{name}",
+        deployment_ids=ids,
+        full_names=names,
         pool=pool,
         schedule=described,
         run_prefix=prefix,
@@ -291,18 +310,31 @@ def register(app: typer.Typer) -> None:
         pipeline: Annotated[
             bool, typer.Option("--pipeline", help="deploy collect → curate → publish")
         ] = False,
+        parts: Annotated[
+            int, typer.Option(help="split each run into this many parts that workers share")
+        ] = 1,
     ) -> None:
         """Deploy a scheduled collection (or pipeline) to a work pool on the Prefect server."""
         deployed = deploy(
-            config_file, name, cron=cron, interval=interval, pool=pool, pipeline=pipeline
+            config_file,
+            name,
+            cron=cron,
+            interval=interval,
+            pool=pool,
+            pipeline=pipeline,
+            parts=parts,
         )
         table = Table(title="deployment", show_header=False, title_justify="left")
         for key, value in (
-            ("name", deployed.full_name),
-            ("id", deployed.deployment_id),
+            ("name", ", ".join(deployed.full_names)),
+            ("id", ", ".join(deployed.deployment_ids)),
             ("schedule", deployed.schedule),
             ("pool", deployed.pool + (" (created)" if deployed.pool_created else "")),
-            ("run directories", f"{deployed.run_prefix}-<scheduled time>"),
+            (
+                "run directories",
+                f"{deployed.run_prefix}-<scheduled time>"
+                + ("-p<k>of<N>" if len(deployed.full_names) > 1 else ""),
+            ),
         ):
             table.add_row(key, value)
         Console().print(table)

@@ -17,6 +17,12 @@ scheduled time starts a run of its own and never touches an earlier one. Each sc
 collects the config's episodes with the config's seeds: the same plan recorded again against
 the environment as it is at that time (its version is part of every row).
 
+**Parts.** ``worldtrace deploy --parts N`` registers N deployments with the same schedule,
+``NAME-p<k>of<N>``: at each scheduled time every worker of the pool may take one part, and part
+k records its contiguous share of the episodes (with their own seeds) into
+``<prefix>-<stamp>-p<k>of<N>``. The parts never share an episode or a run directory, so no
+claiming is needed; ``worldtrace curate <out>/<prefix>-<stamp>-p*`` merges them.
+
 A scheduled pipeline collects its run as above, then curates *every* normalized run of the
 deployment so far (``<out>/<prefix>-*``) into ``<corpus>/<run name>`` (duplicates across runs
 removed by curation), and publishes that corpus to ``<publish.to>/<run name>`` (default
@@ -53,10 +59,29 @@ def run_stamp(when: datetime) -> str:
     return when.astimezone(UTC).strftime(STAMP_FORMAT)
 
 
-def scheduled_run_config(config: CollectConfig, prefix: str, when: datetime) -> CollectConfig:
-    """The collection config of the run scheduled at ``when``: its own run directory."""
+def part_of(episodes: int, part: int, parts: int) -> tuple[int, int]:
+    """Episodes and seed offset of part ``part`` (1-based) of ``parts``: contiguous, disjoint."""
+    if not 1 <= part <= parts <= episodes:
+        raise ConfigError(f"part {part} of {parts} does not fit a run of {episodes} episode(s)")
+    size, extra = divmod(episodes, parts)
+    offset = (part - 1) * size + min(part - 1, extra)
+    return size + (part <= extra), offset
+
+
+def scheduled_run_config(
+    config: CollectConfig, prefix: str, when: datetime, part: int = 1, parts: int = 1
+) -> CollectConfig:
+    """The collection config of the run scheduled at ``when``: its own run directory.
+
+    With ``parts`` > 1 it is part ``part`` of the run: a run directory of its own
+    (``<prefix>-<stamp>-p<part>of<parts>``) holding its share of the episodes with their own
+    seeds, so parts recorded by different workers never share an episode or a directory.
+    """
+    episodes, offset = part_of(config.episodes, part, parts)
+    name = f"{prefix}-{run_stamp(when)}" + (f"-p{part}of{parts}" if parts > 1 else "")
     return validate_config(
-        config.model_dump(mode="json") | {"run_name": f"{prefix}-{run_stamp(when)}"}
+        config.model_dump(mode="json")
+        | {"run_name": name, "episodes": episodes, "seed": config.seed + offset}
     )
 
 
@@ -80,10 +105,17 @@ def _check_pinned(path: Path, sha256: str) -> None:
 
 
 @flow(name="scheduled-collect", log_prints=False, persist_result=False)
-def scheduled_collect(config_file: str, config_sha256: str, run_prefix: str) -> dict[str, Any]:
-    """Collect the config's episodes into this scheduled time's run directory (resumable)."""
+def scheduled_collect(
+    config_file: str, config_sha256: str, run_prefix: str, part: int = 1, parts: int = 1
+) -> dict[str, Any]:
+    """Collect the config's episodes (or part ``part`` of ``parts``) for this scheduled time.
+
+    Resumable: the run directory is this scheduled time's (see the module's docstring).
+    """
     _check_pinned(Path(config_file), config_sha256)
-    config = scheduled_run_config(load_config(Path(config_file)), run_prefix, _scheduled_time())
+    config = scheduled_run_config(
+        load_config(Path(config_file)), run_prefix, _scheduled_time(), part, parts
+    )
     return run_collection(config)
 
 

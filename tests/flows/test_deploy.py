@@ -114,7 +114,8 @@ def wt(url: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 @contextmanager
 def worker(url: str, cwd: Path, *args: str) -> Iterator[subprocess.Popen[bytes]]:
     """A ``worldtrace worker`` process, killed with everything it started at the end."""
-    log = (cwd / f"worker-{time.monotonic_ns()}.log").open("wb")
+    log_path = cwd / f"worker-{time.monotonic_ns()}.log"
+    log = log_path.open("wb")
     process = subprocess.Popen(
         [*CLI, "worker", *args],
         cwd=cwd,
@@ -124,6 +125,11 @@ def worker(url: str, cwd: Path, *args: str) -> Iterator[subprocess.Popen[bytes]]
         start_new_session=True,
     )
     try:
+        deadline = time.monotonic() + 60
+        while b"started!" not in log_path.read_bytes():  # polling from now on
+            assert process.poll() is None, log_path.read_text()
+            assert time.monotonic() < deadline, "the worker did not start"
+            time.sleep(0.1)
         yield process
     finally:
         killed = kill_tree(process.pid)
@@ -206,10 +212,11 @@ def sealed(run_dir: Path) -> dict[str, list[Any]]:
     }
 
 
-def assert_complete_run(run_dir: Path, episodes: int) -> dict[str, list[Any]]:
+def assert_complete_run(run_dir: Path, episodes: int, first_seed: int = 0) -> dict[str, list[Any]]:
     """Every episode sealed once with one start and one end; transitions unique and complete."""
     recorded = sealed(run_dir)
-    assert set(recorded) == {f"{run_dir.name}-s{seed:06d}" for seed in range(episodes)}
+    seeds = range(first_seed, first_seed + episodes)
+    assert set(recorded) == {f"{run_dir.name}-s{seed:06d}" for seed in seeds}
     for events in recorded.values():
         kinds = [event.type for event in events]
         assert kinds.count("start") == 1 and kinds.count("end") == 1
@@ -429,3 +436,41 @@ def test_a_remote_sandbox_host_is_limited_as_its_own_machine() -> None:
     assert sandbox_machine(None) is None
     assert machine_limit_name(sandbox_machine("ssh://u@build-1")) == "sandboxes-build-1"
     assert machine_limit_name() == f"sandboxes-{socket.gethostname()}"
+
+
+def test_two_workers_share_the_parts_of_a_run(server: str, tmp_path: Path) -> None:
+    config = write_config(tmp_path, episodes=3)
+    deployed = wt(server, tmp_path, "deploy", str(config), "--name", "shared", "--parts", "2")
+    assert deployed.returncode == 0, deployed.stderr
+    assert "shared-p1of2" in deployed.stdout and "shared-p2of2" in deployed.stdout
+    with (
+        worker(server, tmp_path, "--pool", "worldtrace", "--limit", "1") as first,
+        worker(server, tmp_path, "--pool", "worldtrace", "--limit", "1") as second,
+    ):
+        ids = [start_run(server, f"scheduled-collect/shared-p{k}of2") for k in (1, 2)]
+        # Which worker ran each part: the parent of the flow run's process (Prefect records
+        # its pid as the run's infrastructure pid), read while it runs.
+        ran_on: dict[Any, int] = {}
+        deadline = time.monotonic() + 240
+        while len(ran_on) < 2 and time.monotonic() < deadline:
+            with api(server) as client:
+                runs = [client.read_flow_run(flow_run_id) for flow_run_id in ids]
+            for run in runs:
+                if run.id not in ran_on and run.infrastructure_pid:
+                    pid = int(run.infrastructure_pid.rsplit(":", 1)[-1])
+                    for owner in (first, second):
+                        if pid in descendants(owner.pid):
+                            ran_on[run.id] = owner.pid
+            time.sleep(0.1)
+        finished = [wait_for_final_state(server, flow_run_id) for flow_run_id in ids]
+    assert all(run.state.is_completed() for run in finished), finished
+    # Each worker takes one flow run at a time: the two parts ran on the two workers.
+    assert sorted(ran_on.values()) == sorted([first.pid, second.pid]), ran_on
+    # Part 1 holds seeds 0 and 1, part 2 seed 2: every episode of the config exactly once.
+    for k, run, episodes, first_seed in ((1, finished[0], 2, 0), (2, finished[1], 1, 2)):
+        run_dir = tmp_path / "runs" / f"shared-{run_stamp(run.expected_start_time)}-p{k}of2"
+        recorded = assert_complete_run(run_dir, episodes, first_seed)
+        assert [events[0].seed for events in recorded.values()] == list(
+            range(first_seed, first_seed + episodes)
+        )
+    assert len(list((tmp_path / "runs").iterdir())) == 2
