@@ -92,3 +92,22 @@ def explore_throughput(
     for row in results.values():
         row["speedup"] = round(row["steps_per_s"] / one, 2) if one else None
     return results
+
+
+def throughput_table(results: dict[str, Any], title: str, unit: str = "steps") -> Any:
+    """The table of :func:`explore_throughput`'s results (``unit``: what a transition is)."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in ("workers", "episodes", unit, "seconds", f"{unit}/s", "speed-up"):
+        table.add_column(column, justify="right")
+    for workers, row in results.items():
+        table.add_row(
+            workers,
+            str(row["episodes"]),
+            str(row["transitions"]),
+            f"{row['seconds']:.1f}",
+            f"{row['steps_per_s']:.2f}",
+            f"{row['speedup']:.2f}",
+        )
+    return table

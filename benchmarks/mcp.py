@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from common import explore_throughput, loadavg, log, machine_info, write_report
+from common import explore_throughput, loadavg, log, machine_info, throughput_table, write_report
 from rich.console import Console
 from rich.table import Table
 
@@ -255,19 +255,8 @@ def print_report(report: dict[str, Any]) -> None:
             server, f"{row['reset_s']:.2f}", f"{row['server_start_s']:.2f}", str(row["tools"])
         )
     console.print(table)
-    table = Table(title="collection throughput (explore, filesystem)")
-    for column in ("workers", "episodes", "calls", "seconds", "calls/s", "speed-up"):
-        table.add_column(column, justify="right")
-    for workers, row in report["throughput"].items():
-        table.add_row(
-            workers,
-            str(row["episodes"]),
-            str(row["transitions"]),
-            f"{row['seconds']:.1f}",
-            f"{row['steps_per_s']:.2f}",
-            f"{row['speedup']:.2f}",
-        )
-    console.print(table)
+    title = "collection throughput (explore, filesystem)"
+    console.print(throughput_table(report["throughput"], title, "calls"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

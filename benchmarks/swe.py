@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from common import explore_throughput, loadavg, log, machine_info, write_report
+from common import explore_throughput, loadavg, log, machine_info, throughput_table, write_report
 from rich.console import Console
 from rich.table import Table
 
@@ -175,19 +175,7 @@ def print_report(report: dict[str, Any]) -> None:
     met = "met" if overhead["ratio"] <= TARGET_RATIO else "NOT met"
     table.add_row("all", "", "", f"{overhead['ratio']:.2f} (target ≤ {TARGET_RATIO}: {met})")
     console.print(table)
-    table = Table(title="collection throughput (explore)")
-    for column in ("workers", "episodes", "transitions", "seconds", "steps/s", "speed-up"):
-        table.add_column(column, justify="right")
-    for workers, row in report["throughput"].items():
-        table.add_row(
-            workers,
-            str(row["episodes"]),
-            str(row["transitions"]),
-            f"{row['seconds']:.1f}",
-            f"{row['steps_per_s']:.2f}",
-            f"{row['speedup']:.2f}",
-        )
-    console.print(table)
+    console.print(throughput_table(report["throughput"], "collection throughput (explore)"))
     synthesis = report["synthesis"]
     if synthesis:
         console.print(
