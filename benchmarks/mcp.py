@@ -43,9 +43,9 @@ from common import explore_throughput, loadavg, log, machine_info, throughput_ta
 from rich.console import Console
 from rich.table import Table
 
-from worldtrace.collectors.mcp.actions import tool_call
 from worldtrace.collectors.mcp.environment import McpConfig, McpEnvironment
 from worldtrace.collectors.mcp.servers import IMAGE_TAG, SERVERS
+from worldtrace.collectors.tool_calls import tool_call
 from worldtrace.flows.logs import configure
 from worldtrace.sandboxes.docker import require_image
 

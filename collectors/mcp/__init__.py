@@ -6,7 +6,7 @@ registry (``mcp-server-git`` over a repository with history, ``mcp-server-time``
 (``server-filesystem`` over a seeded project folder, ``server-memory``'s knowledge graph,
 ``server-postgres`` against a seeded PostgreSQL, ``server-everything`` over stdio and
 streamable HTTP), listed in ``image/servers.json``. An action is one tool call
-(:mod:`~worldtrace.collectors.mcp.actions`); an observation is the tool result as the client
+(:mod:`~worldtrace.collectors.tool_calls`); an observation is the tool result as the client
 receives it (format ``tool-result``, :mod:`~worldtrace.collectors.mcp.render`), with the
 server's world after the call and its change in ``meta``. Policies: ``script`` (the task
 library, :mod:`~worldtrace.collectors.mcp.tasks`), ``explore`` (schema-driven calls that chain
@@ -19,12 +19,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from worldtrace.collectors.base import Collector, Policy, Renderer, replay_policy, script_policy
-from worldtrace.collectors.mcp.actions import parse_tool_call
 from worldtrace.collectors.mcp.environment import McpConfig, McpEnvironment, site_definition
 from worldtrace.collectors.mcp.render import McpRenderer
 from worldtrace.collectors.mcp.servers import IMAGE, SERVERS
 from worldtrace.collectors.mcp.tasks import McpTask, load_tasks
 from worldtrace.collectors.requirements import Requirements
+from worldtrace.collectors.tool_calls import parse_tool_call
 from worldtrace.collectors.web.sites import IMAGES as SITE_IMAGES
 from worldtrace.sandboxes.docker import require_image
 from worldtrace.schemas import Action

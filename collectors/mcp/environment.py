@@ -30,11 +30,11 @@ from pydantic import Field, field_validator, model_validator
 
 from worldtrace.collectors.base import EnvironmentConfig, StepOutcome, TaskSetupError
 from worldtrace.collectors.driven import LAST_LOOK_TIMEOUT_S, DriverEnvironment
-from worldtrace.collectors.mcp.actions import schema_problems
 from worldtrace.collectors.mcp.render import McpRenderer
 from worldtrace.collectors.mcp.servers import IMAGE_TAG, SERVERS
 from worldtrace.collectors.mcp.state import state_diff
 from worldtrace.collectors.mcp.tasks import CheckContext
+from worldtrace.collectors.tool_calls import schema_problems
 from worldtrace.sandboxes.channel import last_look
 from worldtrace.sandboxes.docker import Limits, SandboxError
 from worldtrace.sandboxes.websites import RunningSite, SiteDefinition, start_site

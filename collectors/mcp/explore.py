@@ -26,7 +26,7 @@ the server's tools (tools it has not called yet more often) and makes the tool's
   seen line now and then.
 - **Invalid calls.** A share ``invalid_share`` of the calls is deliberately wrong, of one of
   :data:`INVALID_KINDS`: a field of the wrong type, a required field missing (both fail
-  :func:`~worldtrace.collectors.mcp.actions.schema_problems`), a seen path or name altered so
+  :func:`~worldtrace.collectors.tool_calls.schema_problems`), a seen path or name altered so
   that it names nothing the episode has seen or the state snapshot holds, or a tool name the
   server does not have. :meth:`McpExplorePolicy.call_kinds` says which call was which.
 
@@ -84,7 +84,7 @@ from hypothesis.internal.constants_ast import Constants
 from hypothesis_jsonschema import from_schema
 
 from worldtrace.collectors.base import HistoryItem, Policy
-from worldtrace.collectors.mcp.actions import schema_problems, tool_call
+from worldtrace.collectors.tool_calls import schema_problems, tool_call
 from worldtrace.schemas import Action, PolicyRef
 from worldtrace.schemas.raw import RawObservation
 

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from worldtrace.collectors.base import Renderer
-from worldtrace.collectors.mcp.actions import canonical_text
+from worldtrace.collectors.tool_calls import canonical_text
 from worldtrace.schemas import Action, Observation
 from worldtrace.schemas.raw import RawObservation
 

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from worldtrace.collectors.base import StepOutcome
-from worldtrace.collectors.mcp.actions import tool_call
 from worldtrace.collectors.mcp.environment import McpConfig, McpEnvironment
 from worldtrace.collectors.mcp.render import McpRenderer
 from worldtrace.collectors.mcp.servers import SERVERS
+from worldtrace.collectors.tool_calls import tool_call
 
 pytestmark = pytest.mark.docker
 

@@ -30,13 +30,13 @@ from typing import Any
 
 import pytest
 
-from worldtrace.collectors.mcp.actions import schema_problems
 from worldtrace.collectors.mcp.explore import (
     INVALID_KINDS,
     UNATTENDED_TOOLS,
     McpExplorePolicy,
     field_kind,
 )
+from worldtrace.collectors.tool_calls import schema_problems
 from worldtrace.schemas import Action
 
 TOOLS_DIR = Path(__file__).parent / "data" / "tools"

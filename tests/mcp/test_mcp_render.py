@@ -12,14 +12,14 @@ import json
 
 import pytest
 
-from worldtrace.collectors.mcp.actions import (
+from worldtrace.collectors.mcp.render import McpRenderer, render_result
+from worldtrace.collectors.mcp.state import state_diff
+from worldtrace.collectors.tool_calls import (
     canonical_text,
     parse_tool_call,
     schema_problems,
     tool_call,
 )
-from worldtrace.collectors.mcp.render import McpRenderer, render_result
-from worldtrace.collectors.mcp.state import state_diff
 from worldtrace.schemas.errors import InputError
 
 WRITE_FILE = {

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from worldtrace.collectors.mcp.actions import schema_problems, tool_call
 from worldtrace.collectors.mcp.environment import McpConfig, McpEnvironment
 from worldtrace.collectors.mcp.servers import SERVERS
 from worldtrace.collectors.mcp.tasks import SERVER_MODULES, McpTask, load_tasks
+from worldtrace.collectors.tool_calls import schema_problems, tool_call
 
 TOOL_LISTS = Path(__file__).parent / "data" / "tools"
 """The servers' tool lists as ``tools/list`` gave them through the driver."""

@@ -1,7 +1,7 @@
 """Scripted MCP tasks: realistic multi-call work on one server, checked against the real state.
 
 A task is what an agent would be told (``instruction``) and the tool calls an engineer would
-make for it (``steps``, built with :func:`worldtrace.collectors.mcp.actions.tool_call`), in an
+make for it (``steps``, built with :func:`worldtrace.collectors.tool_calls.tool_call`), in an
 order that chains state: a file written then read, a branch created then committed on, an
 entity created then searched. One module per server (``filesystem``, ``git``, ``memory``,
 ``postgres``, ``time``, ``fetch``, ``everything``), each with ``TASKS`` (at least eight).

@@ -23,7 +23,6 @@ import zlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from worldtrace.collectors.mcp.actions import tool_call
 from worldtrace.collectors.mcp.tasks import (
     CheckContext,
     McpTask,
@@ -34,6 +33,7 @@ from worldtrace.collectors.mcp.tasks import (
     result_text,
     structured,
 )
+from worldtrace.collectors.tool_calls import tool_call
 
 SUM_TEXT = re.compile(r"^The sum of (\S+) and (\S+) is (\S+)\.$")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from worldtrace.collectors.mcp.actions import tool_call
 from worldtrace.collectors.mcp.tasks import (
     CheckContext,
     McpTask,
@@ -31,6 +30,7 @@ from worldtrace.collectors.mcp.tasks import (
     container_json,
     result_text,
 )
+from worldtrace.collectors.tool_calls import tool_call
 from worldtrace.schemas import Action
 
 SITE = "http://127.0.0.1"

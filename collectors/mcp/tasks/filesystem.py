@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from worldtrace.collectors.mcp.actions import tool_call
 from worldtrace.collectors.mcp.tasks import (
     CheckContext,
     McpTask,
@@ -22,6 +21,7 @@ from worldtrace.collectors.mcp.tasks import (
     file_text,
     path_exists,
 )
+from worldtrace.collectors.tool_calls import tool_call
 
 ROOT = "/srv/project"
 

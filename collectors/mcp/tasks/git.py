@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from worldtrace.collectors.mcp.actions import tool_call
 from worldtrace.collectors.mcp.tasks import (
     CheckContext,
     McpTask,
@@ -25,6 +24,7 @@ from worldtrace.collectors.mcp.tasks import (
     last_answer,
     result_text,
 )
+from worldtrace.collectors.tool_calls import tool_call
 from worldtrace.schemas import Action
 
 REPO = "/srv/repo"

@@ -14,7 +14,6 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from worldtrace.collectors.mcp.actions import tool_call
 from worldtrace.collectors.mcp.tasks import (
     CheckContext,
     McpTask,
@@ -22,6 +21,7 @@ from worldtrace.collectors.mcp.tasks import (
     last_answer,
     structured,
 )
+from worldtrace.collectors.tool_calls import tool_call
 
 MEMORY_FILE = "/srv/memory/memory.jsonl"
 

@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from worldtrace.collectors.mcp.actions import tool_call
 from worldtrace.collectors.mcp.tasks import (
     CheckContext,
     McpTask,
@@ -30,6 +29,7 @@ from worldtrace.collectors.mcp.tasks import (
     json_text,
     last_answer,
 )
+from worldtrace.collectors.tool_calls import tool_call
 from worldtrace.schemas import Action
 
 PSQL = ["runuser", "-u", "postgres", "--", "psql", "-h", "/run/postgresql", "-d", "shop"]

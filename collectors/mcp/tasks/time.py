@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import date, timedelta
 from typing import Any
 
-from worldtrace.collectors.mcp.actions import tool_call
 from worldtrace.collectors.mcp.tasks import (
     CheckContext,
     McpTask,
@@ -25,6 +24,7 @@ from worldtrace.collectors.mcp.tasks import (
     json_text,
     structured,
 )
+from worldtrace.collectors.tool_calls import tool_call
 from worldtrace.schemas import Action
 
 NOW_TOLERANCE_S = 600.0

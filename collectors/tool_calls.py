@@ -1,11 +1,11 @@
-"""The mcp action space: one tool call ``{name, arguments}`` to the episode's server.
+"""Tool calls as actions: one call ``{name, arguments}`` (the mcp and search domains).
 
 An action is ``Action(name=<tool>, arguments={...}, text=<canonical JSON>)``. The canonical
 text is ``{"name": ..., "arguments": ...}`` as JSON with the argument keys sorted (at every
 depth), non-ASCII kept, so one call has one text however it was written.
 
-Arguments are checked against the tool's input schema (JSON Schema, as the server's
-``tools/list`` gave it) by :func:`schema_problems`, but a call is sent whatever the check
+Arguments are checked against the tool's input schema (JSON Schema, as an MCP server's
+``tools/list`` gives it) by :func:`schema_problems`, but a call is sent whatever the check
 says: what a server answers to an unknown tool or a bad argument is data a tool world model
 must learn. The problems go into the step's raw record beside the server's answer.
 """
