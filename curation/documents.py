@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 from datatrove.data import Document, DocumentsPipeline
+from datatrove.io import DataFolder
 from datatrove.pipeline.readers.base import BaseDiskReader
 
 from worldtrace.curation.storage import Location, as_folder, describe, read_text, write_text
@@ -86,8 +87,10 @@ class QuarantineLog:
 class TransitionReader(BaseDiskReader, TallyStep):
     """Reads the transition shards listed in ``paths_file`` (relative to ``data_folder``).
 
-    ``paths_file`` is datatrove's list of files, one a line, shared between the ranks round
-    robin: that is how one reader reads the shards of many runs, on any fsspec filesystem.
+    ``paths_file`` is a file in a folder (datatrove's list of files, one a line), shared
+    between the ranks round robin: that is how one reader reads the shards of many runs, on
+    any fsspec filesystem. It is read through its folder, not a URL, because a URL loses what
+    the filesystem was opened with (an ``sftp://`` folder's key).
     Unreadable files, files with a foreign schema and rows failing validation are written to
     the quarantine folder with their reason (the file named by its full path or URL) and
     counted; the run goes on.
@@ -105,15 +108,14 @@ class TransitionReader(BaseDiskReader, TallyStep):
     def __init__(
         self,
         data_folder: Location,
-        paths_file: str,
+        paths_file: tuple[DataFolder, str],
         quarantine_folder: Location | None = None,
         tally_folder: Location | None = None,
         validation_folder: Location | None = None,
         reuse_validation: bool = False,
     ) -> None:
-        BaseDiskReader.__init__(
-            self, as_folder(data_folder), paths_file=paths_file, add_file_path=False
-        )
+        BaseDiskReader.__init__(self, as_folder(data_folder), add_file_path=False)
+        self.paths_file_in = paths_file
         self.tally_folder = as_folder(tally_folder) if tally_folder is not None else None
         self.quarantine = QuarantineLog(quarantine_folder)
         self.validation_folder = (
@@ -177,13 +179,23 @@ class TransitionReader(BaseDiskReader, TallyStep):
             self.tally(doc, "read")
             yield doc
 
+    def _shard(self, rank: int, world_size: int) -> list[str]:
+        """The files of rank ``rank``: every ``world_size``-th line of the paths file from it."""
+        folder, name = self.paths_file_in
+        names = [line.strip() for line in read_text(folder, name).splitlines() if line.strip()]
+        return names[rank::world_size]
+
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> Iterator:
         """Read this rank's share of the files."""
         self.quarantine.open(rank)
         self._verdicts = {}
         self._recorded = self._load_verdicts(rank)
         try:
-            yield from BaseDiskReader.run(self, data, rank, world_size)
+            if data:
+                yield from data
+            for document in self.read_files_shard(self._shard(rank, world_size)):
+                self.update_doc_stats(document)
+                yield document
         finally:
             self.quarantine.close()
         self._save_verdicts(rank)

@@ -129,7 +129,8 @@ class _Paths:
         self.input, self.files = shared_folder(inputs)
         self.output = output
         self.work = subfolder(output, ".curation")
-        self.paths_file = describe(self.work, "inputs.txt")
+        self.paths_file = "inputs.txt"
+        """In ``work``: datatrove's paths file, listing every input shard."""
         self.logs = subfolder(self.work, "logs")
         self.exact_signatures = subfolder(self.work, "exact/signatures")
         self.exact_duplicates = subfolder(self.work, "exact/duplicates")
@@ -150,7 +151,7 @@ def _prefix(config: CurationConfig, paths: _Paths, final: bool) -> list[Pipeline
     # them, skipping the same rows so that positions line up for the dedup filters
     reader = TransitionReader(
         paths.input,
-        paths.paths_file,
+        (paths.work, paths.paths_file),
         quarantine_folder=paths.quarantine if final else None,
         tally_folder=tallies,
         validation_folder=paths.validation,
@@ -541,6 +542,24 @@ def _start_ray(workers: int) -> bool:
     return True
 
 
+UNSEEKABLE_OUTPUTS = ("sftp", "ssh")
+"""Filesystems whose files lack the ``size`` datatrove's MinHash stage reads its work files by."""
+
+
+def _check_output_filesystem(corpus: DataFolder) -> None:
+    """Refuse, before any work, an output datatrove's stages cannot read their files back on."""
+    protocols = (
+        corpus.fs.protocol if isinstance(corpus.fs.protocol, tuple) else (corpus.fs.protocol,)
+    )
+    if set(protocols) & set(UNSEEKABLE_OUTPUTS):
+        raise InputError(
+            f"cannot curate into {describe(corpus)}: datatrove's MinHash stage reads its work "
+            "files by their size, which fsspec's SFTP files do not have. Curate into a local "
+            "folder or an object store (s3://, gs://, hf://), then publish from there; "
+            "runs on sftp:// are read as inputs"
+        )
+
+
 def _check_shared_memory(paths: _Paths, workers: int, executor: str) -> None:
     """Refuse ``memory://`` folders where other processes would have to see them.
 
@@ -592,6 +611,7 @@ def curate(
     config = config or CurationConfig()
     listed = [sources] if isinstance(sources, str | Path | DataFolder) else list(sources)
     corpus = as_folder(output)
+    _check_output_filesystem(corpus)
     sources = [describe(s) if isinstance(s, DataFolder) else s for s in listed]
     paths = _Paths(find_inputs(sources, output=describe(corpus)), corpus)
     _check_shared_memory(paths, workers, executor)

@@ -183,7 +183,10 @@ def collect(
     ] = None,
     episodes: Annotated[int | None, typer.Option(help="number of episodes")] = None,
     workers: Annotated[int | None, typer.Option(help="episodes run at the same time")] = None,
-    out: Annotated[Path | None, typer.Option(help="folder holding run directories")] = None,
+    out: Annotated[
+        str | None,
+        typer.Option(help="folder holding run directories (a path or an fsspec URL)"),
+    ] = None,
     policy: Annotated[
         str | None, typer.Option(help="policy kind: script, explore or replay")
     ] = None,
@@ -247,7 +250,7 @@ def collect(
         # --episodes 0 is an error like any invalid value, never "one episode".
         config = validate_config({"episodes": 1} | overrides)
 
-    console.print(f"run directory: {config.run_dir}", highlight=False)
+    console.print(f"run directory: {config.run_location}", highlight=False)
     bar, listener = _collecting_progress(config.episodes)
     with bar, listening(listener):
         summary = run_collection(config)
@@ -344,8 +347,11 @@ def _print_curation(report: dict[str, Any]) -> None:
 
 @app.command()
 def publish(
-    corpus: Annotated[Path, typer.Argument(help="a curated corpus folder")],
-    to: Annotated[Path | None, typer.Option("--to", help="write the Hub layout here")] = None,
+    corpus: Annotated[str, typer.Argument(help="a curated corpus folder (a path or a URL)")],
+    to: Annotated[
+        str | None,
+        typer.Option("--to", help="write the Hub layout here (a path or an fsspec URL)"),
+    ] = None,
     repo: Annotated[str | None, typer.Option(help="upload to this Hub dataset repo")] = None,
     private: Annotated[bool, typer.Option(help="create the repo private")] = False,
     revision: Annotated[str | None, typer.Option(help="branch to upload to")] = None,
@@ -357,19 +363,24 @@ def publish(
     ] = False,
 ) -> None:
     """Write a curated corpus as a Hugging Face dataset folder, and optionally upload it."""
-    from worldtrace.publishing.folder import publish_folder
+    from worldtrace.publishing.folder import publish_anywhere
     from worldtrace.publishing.hub import push_to_hub
     from worldtrace.schemas.errors import InputError
+    from worldtrace.schemas.storage import is_remote, join
 
     if to is None and repo is None:
         raise InputError("give --to DIR, --repo org/name, or both")
+    if to is None and is_remote(corpus):
+        raise InputError("a corpus at a URL is published with --to (a path or a URL)")
     # Without --to the folder is staged inside the corpus, where a killed run's copy is
     # replaced by the next publish (publish_folder sweeps its leftovers) instead of piling up.
-    folder = to or corpus / ".publish" / "dataset"
+    folder = to or join(join(corpus, ".publish"), "dataset")
     with console.status("writing and validating the dataset folder…"):
-        report = publish_folder(corpus, folder, shard_size_mb=shard_size_mb, uncurated=uncurated)
+        report, local_folder = publish_anywhere(
+            corpus, folder, shard_size_mb=shard_size_mb, uncurated=uncurated
+        )
     rows: dict[str, Any] = {
-        "folder": report.dest,
+        "folder": folder,
         "rows": report.rows,
         **{f"rows {domain}": count for domain, count in report.rows_per_domain.items()},
         "shards": sum(len(names) for names in report.shards.values()),
@@ -378,7 +389,9 @@ def publish(
     }
     if repo is not None:
         with console.status(f"uploading to {repo}…"):
-            pushed = push_to_hub(folder, repo, private=private, revision=revision, force=force)
+            pushed = push_to_hub(
+                local_folder, repo, private=private, revision=revision, force=force
+            )
         rows |= {
             "repo": f"{pushed.repo_id}@{pushed.revision}",
             "uploaded files": len(pushed.uploaded),

@@ -5,6 +5,12 @@ killed attempt of the run left behind, sets aside episodes it left unfinished, a
 the episodes that are not sealed. Retries are for infrastructure failures (a sandbox that
 broke on its own); the agent's own errors are data, not failures.
 
+A run whose folder is an fsspec URL (``out: s3://…``) is recorded in its staged local copy
+(:mod:`worldtrace.schemas.storage`): the flow first brings down what the URL holds (the
+manifest, sealed and set-aside episodes), puts each episode there the moment it is sealed
+(never over one already there), and the normalized run at the end. So a run resumed on another
+machine keeps every episode any machine sealed, and records only the rest.
+
 Nothing an environment returned or an action contained may reach Prefect's database or logs
 (a replay policy's actions, a screen with a secret on it): the flow and its tasks take the run
 directory and the sha256 of its ``run.json`` and read the configuration from there, return
@@ -37,6 +43,9 @@ from worldtrace.flows.stopping import collecting
 from worldtrace.normalizers import normalize_run
 from worldtrace.sandboxes import remote
 from worldtrace.sandboxes.docker import RUN_LABEL, SandboxError, docker_client, gc, labelled
+from worldtrace.schemas.errors import ConfigError
+from worldtrace.schemas.layouts import RunLayout
+from worldtrace.schemas.storage import RemoteFolder, is_remote
 
 
 class EpisodeSandboxFailed(SandboxError):
@@ -136,13 +145,15 @@ def collect(
 ) -> dict[str, Any]:
     """Collect the run's missing episodes, then normalize the run; return a summary.
 
-    ``run_dir`` holds the configuration (``run.json``, see
+    ``run_dir`` (a path or an fsspec URL) holds the configuration (``run.json``, see
     :func:`worldtrace.flows.config.claim_run`);
     ``config_sha256`` pins it, so an edited file is refused rather than half applied.
     ``sandbox_host`` is the engine the sandboxes run on (default: this process's
     ``WORLDTRACE_SANDBOX_HOST``, else the local engine; see :mod:`worldtrace.sandboxes.remote`).
     """
-    config = load_run(Path(run_dir), config_sha256)
+    staged = stage_run(run_dir)
+    local_dir = staged.local if staged is not None else Path(run_dir)
+    config = load_run(local_dir, config_sha256)
     sandbox_host = sandbox_host or remote.current_host()
     _prepare_sandbox_host(config, sandbox_host)
     # The sandboxes a killed attempt of this run left behind: their owner is dead.
@@ -155,7 +166,7 @@ def collect(
     results: list[dict[str, Any]] = []
     with collecting():
         futures = {
-            index: episode_task.submit(run_dir, config_sha256, index, sandbox_host)
+            index: episode_task.submit(str(local_dir), config_sha256, index, sandbox_host)
             for index in pending
         }
         for index, future in futures.items():
@@ -169,10 +180,12 @@ def collect(
                     results.append(_stopped(config.episode_id(index)))
                 else:
                     results.append(_seal_broken_episode(config, index, failure.reason))
+            if staged is not None and results[-1]["status"] != "stopped":
+                staged.upload(f"raw/episodes/{config.episode_id(index)}.jsonl", overwrite=False)
     stopped = sum(r["status"] == "stopped" for r in results)
     results = [r for r in results if r["status"] != "stopped"]
     summary: dict[str, Any] = {
-        "run_dir": str(config.run_dir),
+        "run_dir": run_dir,
         "requested": config.episodes,
         "already_sealed": len(sealed),
         "resumed_interrupted": len(interrupted),
@@ -191,7 +204,27 @@ def collect(
             "episodes": report.episodes,
             "quarantined": len(report.quarantined),
         }
+    if staged is not None:
+        # Sealed episodes already there are kept as they are (another machine's, maybe).
+        staged.upload_tree(exclude=("raw/partial/",), keep_existing=("raw/episodes/",))
     return summary
+
+
+def stage_run(run_dir: str) -> RemoteFolder | None:
+    """Bring a remote run's manifest and episodes into its staged copy (None for a local run).
+
+    Set-aside attempts come too, so the staged copy holds the run's whole history; a sealed
+    episode there replaces a local one that differs (the URL is the truth).
+    """
+    if not is_remote(run_dir):
+        return None
+    staged = RemoteFolder(run_dir)
+    staged.download("run.json")
+    if not RunLayout(staged.local).manifest.is_file():
+        raise ConfigError(f"{run_dir} holds no run.json; start the run with `worldtrace collect`")
+    staged.download("raw/episodes/*.jsonl")
+    staged.download("raw/interrupted/*")
+    return staged
 
 
 def _seal_broken_episode(config: CollectConfig, index: int, reason: str) -> dict[str, Any]:
@@ -232,7 +265,7 @@ def run_collection(config: CollectConfig) -> dict[str, Any]:
     config_sha256 = claim_run(config)
     runner = ThreadPoolTaskRunner(max_workers=config.workers)
     return collect.with_options(task_runner=runner)(
-        str(config.run_dir),
+        config.run_location,
         config_sha256,
         retries=config.retries,
         normalize=config.normalize,

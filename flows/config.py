@@ -5,7 +5,7 @@ Example ``collect.yaml``::
     domain: terminal
     episodes: 20
     workers: 4
-    out: runs/
+    out: runs/                # or any fsspec URL every worker reaches: s3://bucket/runs
     seed: 0
     max_steps: 30
     step_timeout_s: 30
@@ -37,7 +37,8 @@ from pydantic import (
 
 from worldtrace.collectors.recorder import RunRecorder
 from worldtrace.collectors.registry import get_collector
-from worldtrace.schemas.errors import ConfigError, validation_problems
+from worldtrace.schemas.errors import ConfigError, InputError, validation_problems
+from worldtrace.schemas.storage import RemoteFolder, is_remote, join
 
 
 class PolicyConfig(BaseModel):
@@ -65,7 +66,11 @@ class CollectConfig(BaseModel):
     domain: str = Field(description="collector domain, e.g. 'terminal'")
     episodes: int = Field(ge=1, description="number of episodes in the run")
     workers: int = Field(default=1, ge=1, le=64, description="episodes run at the same time")
-    out: Path = Field(default=Path("runs"), description="folder that holds run directories")
+    out: str = Field(
+        default="runs",
+        description="folder that holds run directories: a local path, or an fsspec URL "
+        "(s3://…, sftp://…) recorded through a local staged copy (schemas/storage.py)",
+    )
     run_name: str | None = Field(
         default=None,
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
@@ -127,10 +132,28 @@ class CollectConfig(BaseModel):
         """The id of episode ``index``: derived from the run and the episode's seed."""
         return f"{self.resolved_run_name()}-s{self.seed + index:06d}"
 
+    @field_validator("out", mode="before")
+    @classmethod
+    def _out_as_text(cls, value: Any) -> Any:
+        value = str(value) if isinstance(value, Path) else value
+        if isinstance(value, str):
+            try:
+                is_remote(value)
+            except InputError as error:
+                raise ValueError(str(error)) from None
+        return value
+
+    @property
+    def run_location(self) -> str:
+        """Where this run lives: a local path or an fsspec URL."""
+        return join(self.out, self.resolved_run_name())
+
     @property
     def run_dir(self) -> Path:
-        """Where this run is recorded."""
-        return self.out / self.resolved_run_name()
+        """Where this run is recorded on this machine (a remote run's staged copy)."""
+        if is_remote(self.out):
+            return RemoteFolder(self.run_location).local
+        return Path(self.run_location)
 
 
 def config_digest(identity: dict[str, Any]) -> str:
@@ -142,9 +165,15 @@ def claim_run(config: CollectConfig) -> str:
     """Create the run directory with its ``run.json`` (or check it matches); return its sha256.
 
     The flow is then started with the directory and this digest only, so that no field of the
-    configuration (a replay policy's actions may hold anything) passes through Prefect.
+    configuration (a replay policy's actions may hold anything) passes through Prefect. A
+    remote run's ``run.json`` is checked against the one already there, and put there if none.
     """
+    remote = RemoteFolder(config.run_location) if is_remote(config.out) else None
+    if remote is not None:
+        remote.download("run.json")
     RunRecorder(config.run_dir, config.identity())
+    if remote is not None:
+        remote.upload("run.json", overwrite=False)
     return config_digest(config.identity())
 
 

@@ -9,9 +9,9 @@ Example ``pipeline.yaml``::
       out: runs/
     curate:                   # the curation config (see curation/config.py); {} = defaults
       {}
-    corpus: corpora/terminal  # where the curated corpus goes
+    corpus: corpora/terminal  # where the curated corpus goes (a path or an fsspec URL)
     publish:
-      to: dist/terminal       # a Hub-layout folder
+      to: dist/terminal       # a Hub-layout folder (a path or an fsspec URL)
       repo: null              # or org/name to upload as well
       private: false
       revision: null
@@ -41,7 +41,7 @@ from worldtrace.curation.config import CurationConfig
 from worldtrace.curation.pipeline import curate
 from worldtrace.flows.collect import collect
 from worldtrace.flows.config import CollectConfig, claim_run
-from worldtrace.publishing.folder import publish_folder
+from worldtrace.publishing.folder import publish_anywhere
 from worldtrace.publishing.hub import push_to_hub
 from worldtrace.schemas.errors import ConfigError, validation_problems
 
@@ -51,7 +51,11 @@ class PublishTarget(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    to: Path | None = Field(default=None, description="write the Hub layout to this folder")
+    to: str | None = Field(
+        default=None,
+        description="write the Hub layout to this folder (a path or an fsspec URL); "
+        "default: the corpus folder's name plus -dataset, beside it",
+    )
     repo: str | None = Field(default=None, description="upload to this Hub dataset repo")
     private: bool = Field(default=False, description="create the repo private")
     revision: str | None = Field(default=None, description="branch to upload to")
@@ -65,8 +69,13 @@ class PipelineConfig(BaseModel):
 
     collect: CollectConfig
     curate: CurationConfig = Field(default_factory=CurationConfig)
-    corpus: Path = Field(description="folder of the curated corpus")
+    corpus: str = Field(description="folder of the curated corpus (a path or an fsspec URL)")
     publish: PublishTarget = Field(default_factory=PublishTarget)
+
+
+def default_publish_folder(corpus: str) -> str:
+    """Where a corpus is published when the config names no folder: ``<corpus>-dataset``."""
+    return f"{corpus.rstrip('/')}-dataset"
 
 
 def file_sha256(path: Path) -> str:
@@ -98,7 +107,7 @@ def load_pipeline_config(path: Path, sha256: str | None = None) -> PipelineConfi
 def curate_run(pipeline_file: str, sha256: str) -> dict[str, Any]:
     """Curate the collected run into the corpus folder; return the row counts."""
     config = load_pipeline_config(Path(pipeline_file), sha256)
-    report = curate(config.collect.run_dir, config.corpus, config.curate)
+    report = curate(config.collect.run_location, config.corpus, config.curate)
     return {
         "corpus": str(report.output_dir),
         "rows_in": report.rows_in,
@@ -111,12 +120,18 @@ def curate_run(pipeline_file: str, sha256: str) -> dict[str, Any]:
 def publish_corpus(pipeline_file: str, sha256: str) -> dict[str, Any]:
     """Write the Hub layout and upload it if a repo is given; return what was written."""
     config = load_pipeline_config(Path(pipeline_file), sha256)
-    target, corpus = config.publish, config.corpus
-    folder = target.to or corpus.parent / f"{corpus.name}-dataset"
-    report = publish_folder(corpus, folder, shard_size_mb=target.shard_size_mb)
-    result: dict[str, Any] = {"folder": str(folder), "rows": report.rows}
+    folder = config.publish.to or default_publish_folder(config.corpus)
+    return publish_to_target(config.corpus, folder, config.publish)
+
+
+def publish_to_target(corpus: str, folder: str, target: PublishTarget) -> dict[str, Any]:
+    """Publish ``corpus`` to ``folder``, and to the target's Hub repo if it names one."""
+    report, local_folder = publish_anywhere(corpus, folder, shard_size_mb=target.shard_size_mb)
+    result: dict[str, Any] = {"folder": folder, "rows": report.rows}
     if target.repo:
-        pushed = push_to_hub(folder, target.repo, private=target.private, revision=target.revision)
+        pushed = push_to_hub(
+            local_folder, target.repo, private=target.private, revision=target.revision
+        )
         result |= {"repo": pushed.repo_id, "uploaded": len(pushed.uploaded), "noop": pushed.noop}
     return result
 
@@ -128,7 +143,7 @@ def pipeline(pipeline_file: str, sha256: str) -> dict[str, Any]:
     run_sha256 = claim_run(config.collect)
     runner = ThreadPoolTaskRunner(max_workers=config.collect.workers)
     collected = collect.with_options(task_runner=runner)(
-        str(config.collect.run_dir),
+        config.collect.run_location,
         run_sha256,
         retries=config.collect.retries,
         normalize=True,

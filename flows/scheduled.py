@@ -39,6 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from fsspec.core import url_to_fs
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
@@ -46,10 +47,14 @@ from worldtrace.collectors.episode import stop_requested
 from worldtrace.curation.pipeline import curate
 from worldtrace.flows.collect import run_collection
 from worldtrace.flows.config import CollectConfig, load_config, validate_config
-from worldtrace.flows.pipeline import file_sha256, load_pipeline_config
-from worldtrace.publishing.folder import publish_folder
-from worldtrace.publishing.hub import push_to_hub
+from worldtrace.flows.pipeline import (
+    default_publish_folder,
+    file_sha256,
+    load_pipeline_config,
+    publish_to_target,
+)
 from worldtrace.schemas.errors import ConfigError
+from worldtrace.schemas.storage import join
 
 STAMP_FORMAT = "%Y%m%dT%H%M%SZ"
 
@@ -119,10 +124,15 @@ def scheduled_collect(
     return run_collection(config)
 
 
-def deployment_runs(out: Path, prefix: str) -> list[Path]:
-    """The normalized runs of a deployment under ``out`` (``<prefix>-<stamp>``), oldest first."""
-    runs = [path for path in Path(out).glob(f"{prefix}-*") if (path / "episodes.parquet").exists()]
-    return sorted(runs)
+def deployment_runs(out: str, prefix: str) -> list[str]:
+    """The normalized runs of a deployment under ``out`` (``<prefix>-<stamp>``), oldest first.
+
+    ``out`` may be a path or an fsspec URL; so are the runs returned.
+    """
+    fs, root = url_to_fs(out)
+    tables = fs.glob(f"{root.rstrip('/')}/{prefix}-*/episodes.parquet")
+    names = sorted(table.rstrip("/").split("/")[-2] for table in tables)
+    return [join(out, name) for name in names]
 
 
 @task(name="curate-scheduled", cache_policy=NO_CACHE, persist_result=False)
@@ -130,7 +140,7 @@ def curate_scheduled(pipeline_file: str, sha256: str, prefix: str, run_name: str
     """Curate every normalized run of the deployment into ``<corpus>/<run name>``."""
     config = load_pipeline_config(Path(pipeline_file), sha256)
     runs = deployment_runs(config.collect.out, prefix)
-    report = curate([str(run) for run in runs], config.corpus / run_name, config.curate)
+    report = curate(runs, join(config.corpus, run_name), config.curate)
     return {
         "corpus": str(report.output_dir),
         "runs": len(runs),
@@ -145,13 +155,8 @@ def publish_scheduled(pipeline_file: str, sha256: str, run_name: str) -> dict[st
     """Publish ``<corpus>/<run name>`` to a folder of its own, and to the Hub if asked."""
     config = load_pipeline_config(Path(pipeline_file), sha256)
     target, corpus = config.publish, config.corpus
-    folder = (target.to or corpus.parent / f"{corpus.name}-dataset") / run_name
-    report = publish_folder(corpus / run_name, folder, shard_size_mb=target.shard_size_mb)
-    result: dict[str, Any] = {"folder": str(folder), "rows": report.rows}
-    if target.repo:
-        pushed = push_to_hub(folder, target.repo, private=target.private, revision=target.revision)
-        result |= {"repo": pushed.repo_id, "uploaded": len(pushed.uploaded), "noop": pushed.noop}
-    return result
+    folder = join(target.to or default_publish_folder(corpus), run_name)
+    return publish_to_target(join(corpus, run_name), folder, target)
 
 
 @flow(name="scheduled-pipeline", log_prints=False, persist_result=False)

@@ -51,6 +51,7 @@ from worldtrace.publishing.inspect import arrow_row_stats, summarize_stats
 from worldtrace.schemas import SCHEMA_VERSION, Episode, Transition, arrow_schema_of
 from worldtrace.schemas.errors import InputError
 from worldtrace.schemas.layouts import LAYOUT_VERSION, CorpusLayout
+from worldtrace.schemas.storage import RemoteFolder, is_remote, local_path
 
 MANIFEST = "meta/manifest.json"
 SCHEMA_FILE = "meta/schema.json"
@@ -378,6 +379,38 @@ def _clean_leftovers(dest: Path) -> None:
     for marker in (_TEMP_MARK, _OLD_MARK):
         for leftover in dest.parent.glob(f".{dest.name}{marker}*"):
             shutil.rmtree(leftover, ignore_errors=True)
+
+
+CORPUS_FILES = ("corpus.json", "stats.json", "episodes.parquet", "transitions/**")
+"""What publishing reads of a corpus (a remote corpus brings down only these)."""
+
+
+def publish_anywhere(
+    corpus: str | Path, dest: str | Path, **options: Any
+) -> tuple[PublishReport, Path]:
+    """:func:`publish_folder` where the corpus and the folder may be fsspec URLs.
+
+    A remote corpus is read from its staged copy (only the files publishing reads); a remote
+    folder is written in its staged copy, then uploaded: shards whose name and size are
+    already there are not sent again, ``meta/manifest.json`` goes last, and files of an
+    earlier version that the new one lacks are deleted after. Returns the report and the
+    local folder (for an upload to the Hub).
+    """
+    if is_remote(corpus):
+        staged_corpus = RemoteFolder(str(corpus))
+        for pattern in CORPUS_FILES:
+            staged_corpus.download(pattern)
+        corpus_dir = staged_corpus.local
+    else:
+        corpus_dir = local_path(corpus)
+    if not is_remote(dest):
+        report = publish_folder(corpus_dir, local_path(dest), **options)
+        return report, report.dest
+    target = RemoteFolder(str(dest))
+    report = publish_folder(corpus_dir, target.local, **options)
+    target.upload_tree(same_size_is_same=True, last=MANIFEST)
+    target.remove_extra()
+    return report, target.local
 
 
 def publish_folder(
