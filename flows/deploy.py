@@ -14,7 +14,13 @@ pool's workers take one each (:mod:`worldtrace.flows.scheduled` says how parts d
 
 ``worldtrace worker --pool POOL`` runs Prefect's process worker in this process; each flow run
 is a child process. ``--limit`` caps its concurrent flow runs, ``--sandboxes`` sets this
-machine's global concurrency limit on sandboxes (see :mod:`worldtrace.flows.slots`).
+machine's global concurrency limit on sandboxes (see :mod:`worldtrace.flows.slots`). A worker
+is named ``<hostname>:<pid>``, which Prefect writes on every flow run it takes; so a worker
+starting on a machine finds the runs of its pool that a dead worker of the same machine left
+Running or Pending (a crash, a reboot, a ``kill -9``: nothing told the server) and schedules
+them again at once, and they resume their run directories (see
+:mod:`worldtrace.flows.scheduled`). A machine that never comes back needs its runs
+rescheduled by hand (the UI's retry).
 
 All three need a Prefect server (schedules, pools and workers live there): ``PREFECT_API_URL``
 set, e.g. by ``worldtrace server start``. Prefect is imported inside the commands, after the
@@ -26,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import socket
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -284,11 +291,82 @@ def run_worker(
         limit_name = set_machine_limit(sandboxes, hostname=machine)
         Console(stderr=True).print(f"{limit_name}: at most {sandboxes} sandbox(es) at once")
 
+    for run_name in reschedule_orphaned_runs(pool):
+        Console(stderr=True).print(f"scheduled again: {run_name} (its worker here had died)")
+
     async def work() -> None:
-        async with ProcessWorker(work_pool_name=pool, limit=limit, name=name) as worker:
+        worker_name = name or f"{socket.gethostname()}:{os.getpid()}"
+        async with ProcessWorker(work_pool_name=pool, limit=limit, name=worker_name) as worker:
             await worker.start()
 
     asyncio.run(work())
+
+
+def process_started_at(pid: int) -> float | None:
+    """When process ``pid`` of this machine started (Unix time), or None if there is none."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        boot = next(
+            int(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime ")
+        )
+    except (OSError, StopIteration, IndexError):
+        return None
+    return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+
+
+def _owned_by_a_live_process(pid: str | None, since: float) -> bool:
+    """Whether ``pid`` is a process of this machine started before ``since`` (not a reuse)."""
+    if not pid or not pid.isdigit():
+        return False
+    started = process_started_at(int(pid))
+    return started is not None and started <= since + 1.0
+
+
+def reschedule_orphaned_runs(pool: str) -> list[str]:
+    """Schedule again the runs of ``pool`` left Running or Pending by a dead worker of this machine.
+
+    A run is orphaned when the worker named on it (``<this hostname>:<pid>``) and the flow
+    run's own process (``infrastructure_pid``) are both gone. Returns the runs' names.
+    """
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+        WorkPoolFilter,
+        WorkPoolFilterName,
+    )
+    from prefect.client.schemas.objects import StateType
+    from prefect.states import Scheduled
+
+    host = socket.gethostname()
+    state = FlowRunFilterStateType(any_=[StateType.RUNNING, StateType.PENDING])
+    rescheduled = []
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=state)),
+            work_pool_filter=WorkPoolFilter(name=WorkPoolFilterName(any_=[pool])),
+        )
+        for run in runs:
+            worker_host, _, worker_pid = str(run.labels.get("prefect.worker.name", "")).rpartition(
+                ":"
+            )
+            if worker_host != host:
+                continue
+            since = (run.start_time or run.created or run.expected_start_time).timestamp()
+            if _owned_by_a_live_process(worker_pid, since) or _owned_by_a_live_process(
+                run.infrastructure_pid, since
+            ):
+                continue
+            client.set_flow_run_state(
+                run.id,
+                Scheduled(message=f"its worker {host}:{worker_pid} died; scheduled again"),
+                force=True,
+            )
+            rescheduled.append(run.name)
+    return rescheduled
 
 
 def register(app: typer.Typer) -> None:

@@ -362,11 +362,9 @@ def test_a_sandbox_limit_of_one_is_respected(server: str, tmp_path: Path) -> Non
         assert ended <= started, lifetimes
 
 
-def test_a_killed_worker_leaves_a_run_the_next_attempt_completes(
+def test_a_killed_worker_leaves_a_run_the_next_worker_completes(
     server: str, tmp_path: Path
 ) -> None:
-    from prefect.states import Scheduled
-
     config = write_config(tmp_path, episodes=3, max_steps=3)
     deployed = wt(server, tmp_path, "deploy", str(config), "--name", "killed")
     assert deployed.returncode == 0, deployed.stderr
@@ -394,12 +392,16 @@ def test_a_killed_worker_leaves_a_run_the_next_attempt_completes(
     sealed_before = {p.name: p.read_bytes() for p in (run_dir / "raw" / "episodes").iterdir()}
     assert 0 < len(sealed_before) < 3
 
-    # The next attempt: the same flow run scheduled again (what the UI's retry does).
+    # Nothing told the server: the run still says Running.
     with api(server) as client:
-        client.set_flow_run_state(flow_run_id, Scheduled(), force=True)
+        assert client.read_flow_run(flow_run_id).state.is_running()
+    # The next worker on this machine sees its dead predecessor's run and schedules it again.
     with worker(server, tmp_path, "--pool", "worldtrace"):
         finished = wait_for_final_state(server, flow_run_id)
     assert finished.state.is_completed(), finished.state
+    with api(server) as client:
+        history = client.read_flow_run_states(flow_run_id)
+    assert any("died; scheduled again" in (state.message or "") for state in history)
     assert finished.expected_start_time == expected
     assert_complete_run(run_dir, episodes=3)
     for name, content in sealed_before.items():
