@@ -57,6 +57,9 @@ START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 15.0
 HEALTH_TIMEOUT_S = 1.0
 """Only asked of a live process: a refused connection answers at once, a hung server in 1 s."""
+SLOT_WAIT_S = 2
+"""Longest wait the server tells a sandbox slot request to take before asking again (Prefect's
+default: 30 s)."""
 LOG_TAIL_LINES = 20
 NOT_RUNNING_EXIT = 3
 """``server status --check`` when no healthy server runs (LSB's "program is not running")."""
@@ -283,6 +286,11 @@ def _server_environment(home: Path, database: str) -> dict[str, str]:
     environment["PREFECT_HOME"] = str(home)
     environment["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = database
     environment.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    # An episode waiting for a sandbox slot (flows/slots.py) is told to ask again after up to
+    # this long; Prefect's 30 s would leave sandboxes idle between short episodes.
+    environment.setdefault(
+        "PREFECT_SERVER_CONCURRENCY_MAXIMUM_CONCURRENCY_SLOT_WAIT_SECONDS", str(SLOT_WAIT_S)
+    )
     return environment
 
 

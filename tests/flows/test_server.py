@@ -359,3 +359,13 @@ def test_stop_ends_the_server_and_commands_fall_back_to_the_temporary_api(
     assert result.exit_code == 2
     assert result.stderr.splitlines()[0] == server.EPHEMERAL_LINE
     assert served.url not in result.output
+
+
+def test_the_server_tells_slot_requests_to_ask_again_soon(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = "PREFECT_SERVER_CONCURRENCY_MAXIMUM_CONCURRENCY_SLOT_WAIT_SECONDS"
+    monkeypatch.delenv(name, raising=False)
+    assert server._server_environment(tmp_path, "sqlite+aiosqlite:///x.db")[name] == "2"
+    monkeypatch.setenv(name, "9")  # the user's own setting wins
+    assert server._server_environment(tmp_path, "sqlite+aiosqlite:///x.db")[name] == "9"
