@@ -61,8 +61,14 @@ TASKS: tuple[SearchTask, ...] = (
         answers=("5432",),
         documents=(POSTGRESQL + "runtime-config-connection.html",),
         passage="The TCP port the server listens on",
-        query="postgresql port parameter TCP port the server listens on default",
-        goal="the default TCP port of the server",
+        steps=(
+            web_search("postgresql default TCP port"),
+            web_search("postgresql server configuration TCP port listen_addresses"),
+            web_extractor(
+                POSTGRESQL + "runtime-config-connection.html", "the default TCP port of the server"
+            ),
+            dict_memory("add", ANSWER_KEY, "5432"),
+        ),
     ),
     search_task(
         "first-non-null",
@@ -72,8 +78,15 @@ TASKS: tuple[SearchTask, ...] = (
         answers=("COALESCE",),
         documents=(POSTGRESQL + "functions-conditional.html",),
         passage="returns the first of its",
-        query="postgresql function first argument that is not null default value",
-        goal="the function that returns its first non-null argument",
+        steps=(
+            web_search("postgresql first non-null value of arguments"),
+            web_search("postgresql conditional expressions null default value"),
+            web_extractor(
+                POSTGRESQL + "functions-conditional.html",
+                "the function that returns its first non-null argument",
+            ),
+            dict_memory("add", ANSWER_KEY, "COALESCE"),
+        ),
     ),
     search_task(
         "concatenate-group",
@@ -95,7 +108,7 @@ TASKS: tuple[SearchTask, ...] = (
         documents=(POSTGRESQL + "runtime-config-connection.html",),
         passage="The default is typically 100 connections",
         steps=(
-            web_search("max_connections default"),
+            web_search("max_connections maximum number of concurrent connections default"),
             web_extractor(
                 POSTGRESQL + "runtime-config-connection.html",
                 "the default number of concurrent connections",

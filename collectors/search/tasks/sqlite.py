@@ -28,9 +28,9 @@ TASKS: tuple[SearchTask, ...] = (
         "Which SQLite SQL function returns the ROWID of the last row inserted by the current "
         "connection?",
         answers=("last_insert_rowid", "last_insert_rowid()"),
-        documents=(SQLITE + "lang_corefunc.html",),
+        documents=(SQLITE + "lang_corefunc.html", SQLITE + "c3ref/last_insert_rowid.html"),
         passage="of the last row insert from the database connection which invoked the",
-        query="sqlite function rowid of the last row insert",
+        query="sqlite SQL function last inserted rowid",
         goal="the function that returns the last inserted rowid",
     ),
     search_task(
