@@ -35,6 +35,7 @@ deployment runs its flows there (the process work pool's ``working_dir``).
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -127,12 +128,15 @@ def scheduled_collect(
 def deployment_runs(out: str, prefix: str) -> list[str]:
     """The normalized runs of a deployment under ``out`` (``<prefix>-<stamp>``), oldest first.
 
-    ``out`` may be a path or an fsspec URL; so are the runs returned.
+    ``out`` may be a path or an fsspec URL; so are the runs returned. Only names of the form
+    ``<prefix>-<stamp>[-p<k>of<N>]`` count: another deployment whose name starts with this
+    one's (``nightly-eu`` beside ``nightly``) keeps its runs.
     """
     fs, root = url_to_fs(out)
     tables = fs.glob(f"{root.rstrip('/')}/{prefix}-*/episodes.parquet")
     names = sorted(table.rstrip("/").split("/")[-2] for table in tables)
-    return [join(out, name) for name in names]
+    own = re.compile(rf"{re.escape(prefix)}-\d{{8}}T\d{{6}}Z(-p\d+of\d+)?")
+    return [join(out, name) for name in names if own.fullmatch(name)]
 
 
 @task(name="curate-scheduled", cache_policy=NO_CACHE, persist_result=False)
