@@ -13,8 +13,9 @@ or the UI). ``--parts N`` splits every run into N deployments sharing the schedu
 pool's workers take one each (:mod:`worldtrace.flows.scheduled` says how parts divide a run).
 
 ``worldtrace worker --pool POOL`` runs Prefect's process worker in this process; each flow run
-is a child process. ``--limit`` caps its concurrent flow runs, ``--sandboxes`` sets this
-machine's global concurrency limit on sandboxes (see :mod:`worldtrace.flows.slots`). A worker
+is a child process; it polls for due runs every 2 s (Prefect's default: 10 s). ``--limit``
+caps its concurrent flow runs, ``--sandboxes`` sets this machine's global concurrency limit on
+sandboxes (see :mod:`worldtrace.flows.slots`). A worker
 is named ``<hostname>:<pid>``, which Prefect writes on every flow run it takes; so a worker
 starting on a machine finds the runs of its pool that a dead worker of the same machine left
 Running or Pending (a crash, a reboot, a ``kill -9``: nothing told the server) and schedules
@@ -47,6 +48,9 @@ from rich.table import Table
 # before it configures logging.
 
 DEFAULT_POOL = "worldtrace"
+WORKER_QUERY_S = 2.0
+"""How often a worker asks for due runs (Prefect's 10 s default was most of what a deployed run
+waited: benchmarks/orchestration.py); ``PREFECT_WORKER_QUERY_SECONDS`` set by the user wins."""
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -278,6 +282,7 @@ def run_worker(
     pool: str, limit: int | None, sandboxes: int | None, name: str | None = None
 ) -> None:
     """Run a Prefect process worker on ``pool`` in this process until it is stopped."""
+    from prefect.settings import temporary_settings
     from prefect.workers.process import ProcessWorker
 
     from worldtrace.flows.slots import sandbox_machine, set_machine_limit
@@ -299,7 +304,17 @@ def run_worker(
         async with ProcessWorker(work_pool_name=pool, limit=limit, name=worker_name) as worker:
             await worker.start()
 
-    asyncio.run(work())
+    with temporary_settings(worker_settings()):
+        asyncio.run(work())
+
+
+def worker_settings() -> dict[Any, Any]:
+    """Prefect settings a worldtrace worker changes, where the user did not set them."""
+    from prefect.settings import PREFECT_WORKER_QUERY_SECONDS
+
+    if PREFECT_WORKER_QUERY_SECONDS.name in os.environ:
+        return {}
+    return {PREFECT_WORKER_QUERY_SECONDS: WORKER_QUERY_S}
 
 
 def process_started_at(pid: int) -> float | None:
