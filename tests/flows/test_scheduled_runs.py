@@ -1,10 +1,11 @@
-"""Where a scheduled pipeline finds its deployment's runs: on any filesystem, oldest first."""
+"""Scheduled runs: where a pipeline finds its runs (on any filesystem), how workers poll."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import fsspec
+import pytest
 
 from worldtrace.flows.scheduled import deployment_runs
 
@@ -50,3 +51,16 @@ def test_runs_of_a_deployment_at_a_url() -> None:
         ]
     finally:
         memory.rm(root, recursive=True)
+
+
+def test_a_worker_polls_every_two_seconds_unless_told_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from prefect.settings import PREFECT_WORKER_QUERY_SECONDS
+
+    from worldtrace.flows.deploy import worker_settings
+
+    monkeypatch.delenv("PREFECT_WORKER_QUERY_SECONDS", raising=False)
+    assert worker_settings() == {PREFECT_WORKER_QUERY_SECONDS: 2.0}
+    monkeypatch.setenv("PREFECT_WORKER_QUERY_SECONDS", "7")
+    assert worker_settings() == {}
