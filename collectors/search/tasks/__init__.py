@@ -8,8 +8,9 @@ the first page (``passage``, next to the answer: tests of the real image look fo
 fetched page's markdown) and the calls an engineer would make (``steps``): search, open the
 page, put the answer in memory under :data:`ANSWER_KEY`; some tasks search twice (a vague
 query, then a refined one) or list or retrieve their memory at the end. The last search
-before the first page is opened is the one that finds that page in its top ten. One module per collection (``git``,
-``postgresql``, ``python``, ``man``, ``sqlite``, ``debian_reference``), each with ``TASKS``.
+before the first page is opened is the one that finds that page in its top ten. One module
+per collection (``git``, ``postgresql``, ``python``, ``man``, ``sqlite``,
+``debian_reference``), each with ``TASKS``.
 
 After the episode the environment calls :func:`answered` with the final memory: a task is
 solved when a memory value holds one of its answers as a whole token (see

@@ -122,8 +122,13 @@ TASKS: tuple[SearchTask, ...] = (
         answers=("O_EXCL",),
         documents=(MAN + "2/open.html",),
         passage="Ensure that this call creates the file",
-        query="open O_CREAT fail if file already exists EEXIST",
-        goal="the flag that makes open fail on an existing file",
+        # The first results are mq_open and sem_open; their pages name open, openat and creat.
+        steps=(
+            web_search("open O_CREAT fail if file already exists EEXIST"),
+            web_search("open openat creat O_CREAT already exists"),
+            web_extractor(MAN + "2/open.html", "the flag that makes open fail on an existing file"),
+            dict_memory("add", ANSWER_KEY, "O_EXCL"),
+        ),
     ),
     # The name first (the summary list), then the number from the numbering table further
     # down the same page; the script checks its memory at the end.

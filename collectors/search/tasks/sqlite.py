@@ -30,8 +30,16 @@ TASKS: tuple[SearchTask, ...] = (
         answers=("last_insert_rowid", "last_insert_rowid()"),
         documents=(SQLITE + "lang_corefunc.html", SQLITE + "c3ref/last_insert_rowid.html"),
         passage="of the last row insert from the database connection which invoked the",
-        query="sqlite SQL function last inserted rowid",
-        goal="the function that returns the last inserted rowid",
+        # The C interface's page comes first and names the SQL function; the refined query
+        # finds the page of the core SQL functions.
+        steps=(
+            web_search("sqlite SQL function last inserted rowid"),
+            web_search("sqlite core functions last_insert_rowid"),
+            web_extractor(
+                SQLITE + "lang_corefunc.html", "the function that returns the last inserted rowid"
+            ),
+            dict_memory("add", ANSWER_KEY, "last_insert_rowid()"),
+        ),
     ),
     search_task(
         "largest-rowid",
