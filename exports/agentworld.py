@@ -7,7 +7,8 @@ picks its judge prompt and output parser, ``prompt`` and ``response`` are lists 
 ``turn_idx`` and ``total_turns`` integers. Two keys of ours are added: ``transition_id`` (the
 row's transition) and ``instruction`` (the task the policy pursued, or null).
 
-Tool-calling episodes (observations in the ``tool-result`` format: swe, mcp) take
+Tool-calling episodes (observations in the ``tool-result`` format: swe, mcp; or a first
+observation that lists the tools: mcp, search) take
 AgentWorldBench's MCP shape: the action of each turn is the JSON tool call in a fenced
 ```` ```json ```` block, and when the episode lists its tools (an MCP server's ``tools/list``,
 kept in the first observation's meta) ``system_str`` holds their definitions.

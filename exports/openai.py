@@ -9,9 +9,10 @@ the environment rejected the action, then the observation verbatim). The last pa
 transition the line is for; with ``history`` only that many earlier turns precede it
 (``None``: the whole episode so far).
 
-Episodes of tool-calling domains (their observations are ``tool-result``s: swe, mcp) are
-written the way chat APIs carry tool use: the user turn holds the task and the state before
-the first turn shown, each action is an assistant message with one entry in ``tool_calls``
+Episodes of tool-calling domains (their observations are ``tool-result``s: swe, mcp; or
+their first observation lists the tools: mcp, search) are written the way chat APIs carry
+tool use: the user turn holds the task and the state before the first turn shown, each
+action is an assistant message with one entry in ``tool_calls``
 (``{"id", "type": "function", "function": {"name", "arguments"}}``, arguments as JSON text),
 and each next state is a ``role: tool`` message answering that call's id, with the same
 ``render_response`` text. The last ``tool`` message is the transition's target. When the

@@ -38,7 +38,7 @@ class Step:
     action_arguments: str = "{}"
     """The action's arguments as the JSON text the parquet column holds."""
     next_format: str = ""
-    """The next observation's format tag (``tool-result`` for tool-calling domains)."""
+    """The next observation's format tag (``tool-result`` for swe and mcp)."""
     tools: tuple[dict[str, Any], ...] = ()
     """The tool definitions the episode's first observation lists in its meta (``tools``, as
     an MCP server's ``tools/list`` gives them); empty for other domains, and for an episode
@@ -46,8 +46,12 @@ class Step:
 
     @property
     def is_tool_call(self) -> bool:
-        """Whether the action is a tool call answered by a tool result (swe, mcp …)."""
-        return self.next_format == TOOL_RESULT_FORMAT
+        """Whether the action is a tool call answered by the tool's result.
+
+        True for steps answered in the ``tool-result`` format (swe, mcp) and for every step of
+        an episode that lists its tools (search, whose results have their own formats).
+        """
+        return self.next_format == TOOL_RESULT_FORMAT or bool(self.tools)
 
 
 def _steps_frame(files: list[Path]) -> pl.DataFrame:

@@ -369,6 +369,56 @@ def test_mcp_exports_carry_the_tool_definitions(tmp_path: Path) -> None:
     assert parse_response(rows[1]["response"][-1]) == ("hello", None)
 
 
+SEARCH_TOOLS = [
+    {
+        "name": "web_search",
+        "description": "Search the corpus.",
+        "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}}},
+    }
+]
+
+
+def test_an_episode_that_lists_tools_is_exported_as_tool_calls_whatever_its_formats(
+    tmp_path: Path,
+) -> None:
+    # A search episode: results and pages have their own formats, not `tool-result`; the tools
+    # listed in its first observation's meta make its steps tool calls.
+    texts = ["Documentation search\nTools: web_search", "[1] http://docs.localhost/a.html", "# A"]
+    formats = ["tool-result", "search-results", "markdown"]
+    calls = [("web_search", {"query": "rebase"}), ("web_search", {"query": "stash"})]
+    steps = [
+        make_transition(
+            k,
+            "ep-search",
+            domain="search",
+            task=None,
+            observation=Observation(
+                format=formats[k], text=texts[k], meta={"tools": SEARCH_TOOLS} if k == 0 else {}
+            ),
+            action=Action(
+                name=name,
+                arguments=arguments,
+                text=json.dumps({"arguments": arguments, "name": name}, sort_keys=True),
+            ),
+            next_observation=Observation(format=formats[k + 1], text=texts[k + 1]),
+        )
+        for k, (name, arguments) in enumerate(calls)
+    ]
+    folder = tmp_path / "pub" / "data" / "search"
+    folder.mkdir(parents=True)
+    pq.write_table(to_table(steps, Transition), folder / "train-0.parquet")
+    export_openai(tmp_path / "pub", tmp_path / "oa")
+    last = _read_jsonl(tmp_path / "oa" / "search.jsonl")[-1]
+    assert [tool["function"]["name"] for tool in last["tools"]] == ["web_search"]
+    assert [m["role"] for m in last["messages"]] == ["system", "user"] + ["assistant", "tool"] * 2
+    assert last["messages"][-2]["tool_calls"][0]["function"]["name"] == "web_search"
+    assert parse_response(last["messages"][-1]["content"]) == ("# A", None)
+    export_agentworld(tmp_path / "pub", tmp_path / "aw")
+    rows = _read_jsonl(tmp_path / "aw" / "search_train.jsonl")
+    assert rows[1]["current_prompt"].endswith(f"**Action:**\n```json\n{steps[1].action.text}\n```")
+    assert '{"name": "web_search"' in rows[0]["system_str"]
+
+
 def test_transitions_layout_and_multiple_shards(tmp_path: Path) -> None:
     run = tmp_path / "run"
     _write(run, "transitions", "part-00000.parquet", EPISODES["ep-a"][:2])
