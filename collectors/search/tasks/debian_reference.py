@@ -6,7 +6,8 @@ package names its files.
 
 from __future__ import annotations
 
-from worldtrace.collectors.search.tasks import SearchTask, search_task
+from worldtrace.collectors.search.actions import dict_memory, web_extractor, web_search
+from worldtrace.collectors.search.tasks import ANSWER_KEY, SearchTask, search_task
 
 REFERENCE = "http://docs.localhost/debian-reference/"
 
@@ -42,8 +43,14 @@ TASKS: tuple[SearchTask, ...] = (
         answers=("dpkg-reconfigure",),
         documents=(REFERENCE + "ch02.en.html",),
         passage="reconfigure the exact package",
-        query="debian reconfigure installed package",
-        goal="the command that reconfigures a package",
+        # The first results are dpkg-reconfigure's own manual page and unrelated packages;
+        # the name it gives, with the chapter's subject, finds the reference.
+        steps=(
+            web_search("debian reconfigure installed package"),
+            web_search("Debian package management dpkg-reconfigure"),
+            web_extractor(REFERENCE + "ch02.en.html", "the command that reconfigures a package"),
+            dict_memory("add", ANSWER_KEY, "dpkg-reconfigure"),
+        ),
     ),
     search_task(
         "automatic-security-upgrades",

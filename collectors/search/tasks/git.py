@@ -82,10 +82,15 @@ TASKS: tuple[SearchTask, ...] = (
         "Which git configuration variable makes every git pull rebase instead of merge, for "
         "all branches?",
         answers=("pull.rebase",),
-        documents=(GIT + "git-config.html", GIT + "git-pull.html"),
-        passage="When true, rebase branches on top of the fetched branch, instead",
-        query="git config pull rebase instead of merge default",
-        goal="the configuration variable that makes git pull rebase",
+        documents=(GIT + "git-pull.html", GIT + "git-config.html"),
+        passage="reconcile the divergent branches with",
+        # git pull's page names the variable; git config's page says what it does.
+        steps=(
+            web_search("git config pull rebase instead of merge default"),
+            web_extractor(GIT + "git-pull.html", "the configuration that makes git pull rebase"),
+            web_extractor(GIT + "git-config.html", "what pull.rebase does"),
+            dict_memory("add", ANSWER_KEY, "pull.rebase"),
+        ),
     ),
     search_task(
         "log-follow-renames",

@@ -19,7 +19,7 @@ TASKS: tuple[SearchTask, ...] = (
         answers=("Hi Thomas",),
         documents=(POSTGRESQL + "functions-string.html",),
         passage="Converts the first letter of each word to upper case",
-        query="postgresql initcap function",
+        query="postgresql string functions initcap",
         goal="the result of initcap('hi THOMAS')",
         case_sensitive=True,
     ),
