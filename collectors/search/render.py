@@ -20,7 +20,7 @@ observation depends on the tool:
   ``No results found for the query: <query>``; a query the engine refuses reads
   ``Error: <the engine's message>``.
 - ``web_extractor`` (format ``markdown``): the page's markdown (the driver's markdownify
-  output, outer blank lines trimmed), cut after ``max_markdown_chars`` characters (recorded in
+  output, runs of blank lines as one blank line, outer blank lines trimmed), cut after ``max_markdown_chars`` characters (recorded in
   the raw record; default :data:`DEFAULT_MAX_MARKDOWN_CHARS`) with the marker line
   ``[… markdown cut: N of M characters shown]`` (a marker curation's truncation rule does
   not take for a broken observation); a page without text reads ``[the page has no text]``.
@@ -66,6 +66,7 @@ DEFAULT_MAX_MARKDOWN_CHARS = 20_000
 LOST_TEXT = "[no result: the sandbox stopped answering]"
 EMPTY_PAGE_TEXT = "[the page has no text]"
 HIGHLIGHT = re.compile(r"</?b>")
+BLANK_RUNS = re.compile(r"\n[ \t]*(?:\n[ \t]*)+\n")
 
 
 def cut_marker(shown: int, total: int) -> str:
@@ -105,7 +106,8 @@ def render_page(raw: Mapping[str, Any]) -> tuple[str, bool]:
     markdown = raw.get("markdown")
     if raw.get("error") or not isinstance(markdown, str):
         return f"Error: {raw.get('error') or 'no page'}", False
-    text = markdown.strip("\n")
+    # Runs of blank lines (what markdownify leaves of a page's head and scripts) as one.
+    text = BLANK_RUNS.sub("\n\n", markdown).strip("\n")
     if not text.strip():
         return EMPTY_PAGE_TEXT, False
     limit = int(raw.get("max_markdown_chars") or DEFAULT_MAX_MARKDOWN_CHARS)
