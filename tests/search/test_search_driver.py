@@ -89,12 +89,19 @@ def driver(sandbox: DockerSandbox) -> Iterator[Driver]:
 @pytest.mark.parametrize(
     ("query", "url"),
     [
-        # a sentence of git-doc's git-rebase page
-        ('"reapply commits on top of another base tip"', f"{BASE_URL}git/git-rebase.html"),
-        # the short description of one binary package (packages collection)
-        ("GNU Bourne Again SHell", f"{BASE_URL}packages/bash.html"),
-        # PostgreSQL's page on string functions, by its title
-        ("String Functions and Operators", f"{BASE_URL}postgresql/functions-string.html"),
+        # git-rebase's NAME line: the man page (git-man) has it in its title too, so it
+        # outranks git-doc's HTML page of the same text
+        ('"reapply commits on top of another base tip"', f"{BASE_URL}man/1/git-rebase.html"),
+        # a sentence of bash's long description (packages collection; bash-static lacks it)
+        (
+            "Bash is ultimately intended to be a conformant implementation",
+            f"{BASE_URL}packages/bash.html",
+        ),
+        # the opening sentence of PostgreSQL's page on string functions
+        (
+            '"functions and operators for examining and manipulating string values"',
+            f"{BASE_URL}postgresql/functions-string.html",
+        ),
     ],
 )
 def test_known_phrase_ranks_its_document_first(driver: Driver, query: str, url: str) -> None:

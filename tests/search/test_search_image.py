@@ -19,7 +19,7 @@ pytestmark = pytest.mark.docker
 COLLECTIONS = ("man", "python", "postgresql", "git", "sqlite", "debian-reference", "packages")
 URL = re.compile(
     r"^http://docs\.localhost/(man/[0-9][a-z0-9]*/[^/]+\.html|(python|sqlite)/.+\.html"
-    r"|(postgresql|git|debian-reference|packages)/[^/]+\.html)$"
+    r"|git/((howto|technical)/)?[^/]+\.html|(postgresql|debian-reference|packages)/[^/]+\.html)$"
 )
 
 
