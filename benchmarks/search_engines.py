@@ -6,7 +6,8 @@ back from its index: url, title, visible text) with English stemming and the tit
 
 - **build**: seconds to index everything and commit (Xapian: build_index.py's own ``build``,
   compaction included; Tantivy: one writer thread, commit, merges waited for) and the index's
-  size on disk.
+  size on disk. Both keep the text (snippets are made from it): Xapian in the document data
+  as the image's index does, Tantivy as a stored field.
 - **quality**: ``--items`` (300) documents drawn with ``--seed``; for each, two queries: its
   title, and a phrase of ``PHRASE_WORDS`` consecutive words of its text from a random offset
   (unquoted, as an agent types it). The known item's rank in the top 10 gives MRR@10, hit@1 and
@@ -76,7 +77,7 @@ def xapian_top(query):
 
 builder = tantivy.SchemaBuilder()
 builder.add_text_field("title", stored=True, tokenizer_name="en_stem")
-builder.add_text_field("body", stored=False, tokenizer_name="en_stem")
+builder.add_text_field("body", stored=True, tokenizer_name="en_stem")
 builder.add_text_field("url", stored=True, tokenizer_name="raw")
 schema = builder.build()
 os.makedirs("/tmp/tantivy-index", exist_ok=True)
