@@ -9,9 +9,9 @@ Measured in one run, on one container of ``worldtrace/search``:
   process in the same container, reached through its own ``docker exec`` stream (so both pay
   the same hop), that parses each query with the same ``xapian.QueryParser`` settings, takes
   the same ``MSet`` and builds the same snippets, and answers with the hits' URLs, titles and
-  snippets, recording nothing. Blocks of ours and bare alternate. The ratio is ours over bare,
-  of the medians (target ≤ 1.2). The bare process's own timing inside the container (no hop)
-  is shown as the floor.
+  snippets, recording nothing. Blocks of ours and bare alternate (and which goes first). The
+  ratio is ours over bare, of the medians (target ≤ 1.2). The bare process's own timing
+  inside the container (no hop) is shown as the floor.
 - **extract**: median latency of ``web_extractor`` (fetch over loopback from the site server,
   markdownify) over the pages the task library cites, with the driver's fetch and convert
   shares.
@@ -135,23 +135,28 @@ def measure_search(env: SearchEnvironment, texts: list[str], blocks: int) -> dic
         for text in texts:  # warm both: the index's pages in the cache, the code paths
             env.step(web_search(text, NUM_RESULTS), STEP_TIMEOUT_S)
             bare.request({"query": text, "num_results": NUM_RESULTS}, STEP_TIMEOUT_S)
-        for _ in range(blocks):
-            started_block = time.perf_counter()
-            for text in texts:
-                started = time.perf_counter()
-                outcome = env.step(web_search(text, NUM_RESULTS), STEP_TIMEOUT_S)
-                ours_s.append(time.perf_counter() - started)
-                if outcome.error:
-                    raise RuntimeError(f"{text!r}: {outcome.error}")
-                driver_s.append(float(outcome.observation["search_s"]))
-            ours_wall += time.perf_counter() - started_block
-            started_block = time.perf_counter()
-            for text in texts:
-                started = time.perf_counter()
-                reply = bare.request({"query": text, "num_results": NUM_RESULTS}, STEP_TIMEOUT_S)
-                bare_s.append(time.perf_counter() - started)
-                inside_s.append(float(reply["took"]))
-            bare_wall += time.perf_counter() - started_block
+        for block in range(blocks):
+            # Which side goes first alternates, so neither always runs on a warmer machine.
+            for side in ("ours", "bare") if block % 2 == 0 else ("bare", "ours"):
+                started_block = time.perf_counter()
+                for text in texts:
+                    started = time.perf_counter()
+                    if side == "ours":
+                        outcome = env.step(web_search(text, NUM_RESULTS), STEP_TIMEOUT_S)
+                        ours_s.append(time.perf_counter() - started)
+                        if outcome.error:
+                            raise RuntimeError(f"{text!r}: {outcome.error}")
+                        driver_s.append(float(outcome.observation["search_s"]))
+                    else:
+                        request = {"query": text, "num_results": NUM_RESULTS}
+                        reply = bare.request(request, STEP_TIMEOUT_S)
+                        bare_s.append(time.perf_counter() - started)
+                        inside_s.append(float(reply["took"]))
+                took = time.perf_counter() - started_block
+                if side == "ours":
+                    ours_wall += took
+                else:
+                    bare_wall += took
         for text in texts:  # the two give the same ranking
             ours = env.step(web_search(text, NUM_RESULTS), STEP_TIMEOUT_S).observation
             theirs = bare.request({"query": text, "num_results": NUM_RESULTS}, STEP_TIMEOUT_S)
