@@ -55,6 +55,7 @@ def test_corpus_has_every_collection_and_enough_documents(
     assert corpus["documents"]["total"] == sum(counts.values()) == len(documents) >= 20_000
     assert Counter(document["collection"] for document in documents) == Counter(counts)
     assert corpus["index"]["documents"] == len(documents)
+    assert corpus["site"]["document_bytes"] == sum(document["bytes"] for document in documents)
 
 
 def test_documents_have_stable_urls_titles_and_dates(documents: list[dict[str, Any]]) -> None:

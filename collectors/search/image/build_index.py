@@ -94,9 +94,9 @@ def main() -> None:
     count, index_seconds = build(args.texts, target)
     if count != stats["total"]:
         raise RuntimeError(f"indexed {count} documents, the corpus has {stats['total']}")
-    site_bytes = sum(
-        path.stat().st_size for path in (args.out / "site").rglob("*") if path.is_file()
-    )
+    # The pages as served (the HTML collections are links to their packages' folders).
+    with open(args.out / "documents.jsonl", encoding="utf-8") as listing:
+        document_bytes = sum(json.loads(line)["bytes"] for line in listing)
     corpus: dict[str, Any] = {
         "base_url": BASE_URL,
         "engine": {"name": "xapian", "version": xapian.version_string(), "backend": "glass"},
@@ -114,7 +114,7 @@ def main() -> None:
             "listing": str(args.out / "documents.jsonl"),
             "listing_sha256": sha256_file(args.out / "documents.jsonl"),
         },
-        "site": {"root": str(args.out / "site"), "bytes": site_bytes},
+        "site": {"root": str(args.out / "site"), "document_bytes": document_bytes},
         "packages": stats["package_versions"],
         "apt_index": {
             "records": stats["apt_index_records"],
