@@ -20,8 +20,9 @@ observation depends on the tool:
   ``No results found for the query: <query>``; a query the engine refuses reads
   ``Error: <the engine's message>``.
 - ``web_extractor`` (format ``markdown``): the page's markdown (the driver's markdownify
-  output, runs of blank lines as one blank line, outer blank lines trimmed), cut after ``max_markdown_chars`` characters (recorded in
-  the raw record; default :data:`DEFAULT_MAX_MARKDOWN_CHARS`) with the marker line
+  output, runs of blank lines as one blank line, outer blank lines trimmed), cut after
+  ``max_markdown_chars`` characters (recorded in the raw record; default
+  :data:`DEFAULT_MAX_MARKDOWN_CHARS`) with the marker line
   ``[… markdown cut: N of M characters shown]`` (a marker curation's truncation rule does
   not take for a broken observation); a page without text reads ``[the page has no text]``.
   An HTTP error, a URL outside the corpus site or an invalid URL reads ``Error: <message>``
