@@ -156,6 +156,15 @@ def test_extract_man_page_rendered_by_mandoc(driver: Driver) -> None:
     assert "list directory contents" in reply["markdown"]
 
 
+def test_extract_keeps_the_page_text_and_drops_the_markup(driver: Driver) -> None:
+    # git-doc ships XHTML: an XML declaration, a doctype and a <head> with the title and CSS.
+    reply = driver.ok("extract", url=f"{BASE_URL}git/git-rebase.html", goal="autostash")
+    assert reply["html"].startswith("<?xml")
+    markdown = reply["markdown"].lstrip()
+    assert not markdown.startswith("xml") and "DOCTYPE" not in markdown
+    assert "Reapply commits on top of another base tip" in markdown
+
+
 def test_extract_missing_page_is_http_404(driver: Driver) -> None:
     reply = driver.ok("extract", url=f"{BASE_URL}python/library/no-such-page.html", goal="x")
     assert reply["status"] == 404 and reply["error"] == "HTTP 404 Not Found"

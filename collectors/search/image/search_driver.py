@@ -34,7 +34,8 @@ Requests and replies:
       -> {"url", "status" (int|null), "content_type" (str|null), "html" (the body decoded by the
           response's charset, else the page's <meta charset>, else UTF-8, undecodable bytes
           replaced; null when no response), "html_bytes" (int|null), "markdown" (markdownify
-          of the html, ATX headings; null unless status 200), "error", "fetch_s",
+          of the html without its <head>, XML declaration, doctype and comments, ATX
+          headings; null unless status 200), "error", "fetch_s",
           "convert_s"}
       Only ``http://docs.localhost/<path>`` is fetched: GET over loopback to the site server
       with ``Host: docs.localhost``, no redirects followed (the site sends none). "error" is
@@ -81,7 +82,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import xapian
-from markdownify import markdownify
+from bs4 import BeautifulSoup, Comment, Declaration, Doctype, ProcessingInstruction
+from markdownify import MarkdownConverter
 
 CORPUS_JSON = Path(os.environ.get("WORLDTRACE_SEARCH_CORPUS", "/opt/worldtrace/corpus.json"))
 INDEX_PATH = Path(os.environ.get("WORLDTRACE_SEARCH_INDEX", "/srv/search/index.glass"))
@@ -329,9 +331,24 @@ def extract(port: int, url: Any) -> dict[str, Any]:
         reply["error"] = f"HTTP {response.status} {response.reason}"
         return reply
     started = time.perf_counter()
-    reply["markdown"] = markdownify(markup, heading_style="ATX")
+    reply["markdown"] = page_markdown(markup)
     reply["convert_s"] = round(time.perf_counter() - started, 6)
     return reply
+
+
+MARKUP_ONLY = (Comment, Declaration, Doctype, ProcessingInstruction)
+"""Nodes that are markup, not page text: markdownify printed an XHTML page's ``<?xml …?>``."""
+CONVERTER = MarkdownConverter(heading_style="ATX")
+
+
+def page_markdown(markup: str) -> str:
+    """The page as markdown: its body's text, without the ``<head>``, declarations or comments."""
+    soup = BeautifulSoup(markup, "html.parser")
+    for node in soup.find_all(string=lambda text: isinstance(text, MARKUP_ONLY)):
+        node.extract()
+    if soup.head is not None:
+        soup.head.decompose()
+    return CONVERTER.convert_soup(soup)
 
 
 # --- search ---------------------------------------------------------------------------------------
