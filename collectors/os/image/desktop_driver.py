@@ -1,0 +1,1125 @@
+r"""Run the desktop of the os domain inside the sandbox and observe it: X11, AT-SPI, pyautogui.
+
+Started as root with ``/opt/desktop-venv/bin/python`` (Python 3.11 with Debian's
+python3-pyatspi, python3-xlib, python3-pil, python3-gi and pyautogui from PyPI) for the
+lifetime of an episode, it drops to ``user`` (uid 1000, home /home/user) at once and runs the
+whole desktop session as that user: the applications' accessibility connections (AT-SPI's
+peer-to-peer sockets) accept their own user only. One JSON request per stdin line, exactly
+one JSON reply per stdout line; a reply echoes its request's ``id``. Nothing else is ever
+written to stdout: the reply channel is a private copy of the original stdout and fd 1 is
+pointed at stderr.
+
+An *observation* (the reply to start, act and observe) is:
+  {"tree": <root node> | null, "nodes": int, "truncated": bool, "tree_error": str | null,
+   "screenshot_png": base64 str | null, "screen": {"width", "height"},
+   "focused": {"app": str | null, "window": str | null},
+   "windows": [{"app", "title", "x", "y", "width", "height", "active": bool}],
+   "tree_digest": sha256 hex, "timing": {"tree_s", "screenshot_s", ...}}
+A node is {"role", "name", "text", "description", "states", "attributes", "x", "y", "width",
+"height", "app", "children"}: "role" the AT-SPI role name ("push button", "text", "table
+cell", ...), "name" and "description" strings, "text" the Text interface's content (its first
+TEXT_LIMIT = 4000 characters; null for a node without the interface), "states" the AT-SPI
+state names in the order of the state enumeration ("enabled", "showing", ...), "attributes"
+the object attributes {name: value}, "x"/"y"/"width"/"height" its extents in screen
+coordinates (null without the Component interface), "app" the name of its application,
+"children" its children in index order. A property the application fails to give is null
+(a list or {} for states and attributes). The root is the desktop (role "desktop frame", the
+screen's extents, app null); its children are the applications in the registry's order.
+Nodes are visited depth first; past ``max_nodes`` nodes (the root included) no node is
+visited and "truncated" is true; "nodes" counts the nodes in "tree". An application whose
+walk takes longer than APP_TIME_LIMIT_S = 5 s keeps the nodes visited so far; one that does
+not answer a call within CALL_TIMEOUT_MS = 1000 ms keeps the nodes visited before it; both are
+named in "tree_error" ("<app> (pid N): <why>", joined by "; "), which is null otherwise.
+"tree_digest" is the sha256 of ``json.dumps(tree, sort_keys=True, separators=(",", ":"),
+ensure_ascii=False)`` encoded as UTF-8 (the tree null: of "null"). The screenshot is the whole
+virtual screen as PNG. "windows" are the window manager's managed windows
+(_NET_CLIENT_LIST, in mapping order; the launcher dock among them): "app" is the AT-SPI
+application of the window's process (_NET_WM_PID), else the window's WM_CLASS instance;
+"title" its _NET_WM_NAME (else WM_NAME); x/y/width/height its client area in screen
+coordinates; "active" whether it is _NET_ACTIVE_WINDOW. "focused" is the active window's app
+and title (null when no window is active).
+
+Requests and replies:
+  {"id", "op": "start", "width" (default 1280), "height" (default 800), "launch": [[argv]...]}
+      -> observation + "start_s" + "versions" (/opt/worldtrace/versions.json).
+      Starts, as ``user``: Xvfb :0 (width x height x 24), a D-Bus session bus, the AT-SPI bus
+      (at-spi-bus-launcher), openbox (config/openbox-rc.xml: normal windows open maximized)
+      and the launcher dock (launcher.py: buttons Text Editor, Spreadsheet, File Manager,
+      Calculator, Terminal), then each ``launch`` argv in /home/user with GTK accessibility
+      on (GTK_MODULES=gail:atk-bridge). Waits until each launched process (or a child of it)
+      has a showing frame in the AT-SPI tree, or, for a program without AT-SPI (xterm), a
+      managed window; at most LAUNCH_TIMEOUT_S = 20 s in all, then lets the desktop settle
+      (the defaults below) and observes. A launch that fails or shows no window in time is a
+      driver_error (and the session is stopped); a second start without a stop too.
+  {"id", "op": "act", "call": {"function", "args": [...], "kwargs": {...}}, "quiet_s" (default
+   0.3), "settle_cap_s" (default 3), "max_nodes" (default 5000)}
+      -> observation + "error" (null, or why the call was refused or failed) and "timing"
+      {"action_s", "settle_s", "tree_s", "screenshot_s"}.
+      "function" is one of click, doubleClick, rightClick, moveTo, dragTo, write, typewrite,
+      press, hotkey, scroll, keyDown, keyUp, mouseDown, mouseUp (run by pyautogui against
+      the display, with FAILSAFE off and no pause), or WAIT, DONE, FAIL (no input).
+      Before any input the call is checked and refused with "error" (nothing done, no
+      settling) when: the function is unknown; the arguments do not fit pyautogui's
+      signature or use a keyword outside the allowed ones (x, y, clicks, interval, button,
+      duration, message, keys, presses, key, mouseDownUp); a coordinate is not a number or is
+      off the screen; a key name is not one pyautogui can press here, or a character of
+      ``write`` has no key; button is not left, middle or right; duration > 5 s, interval
+      > 1 s, clicks or presses outside 1..100, scroll clicks outside -100..100, or a message
+      longer than 10000 characters. An exception raised by pyautogui is the "error" too
+      (after settling, since input may have happened). Settling: after the input, wait until
+      neither an AT-SPI event (object:*, window:*) nor a screen change (XDamage on the root
+      window) happened for ``quiet_s``, at most ``settle_cap_s``. WAIT settles for exactly
+      ``settle_cap_s`` (a pause); DONE and FAIL do not settle.
+  {"id", "op": "observe", "max_nodes"} -> observation.
+  {"id", "op": "stop"} -> {"stopped": true}: every other process of ``user`` is killed and the X
+      lock files removed (the home folder stays). Stdin EOF does the same.
+A request the driver could not serve gets {"id", "driver_error": "..."} (an unknown op, an act
+before start, a bad request field, ...).
+``desktop_driver.py --observe [--max-nodes N]`` prints one observation line of the running
+session (found through /tmp/worldtrace-session/session.json) and exits: the host's last look
+when the driver is lost. With no session: tree null and tree_error "no desktop session".
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import hashlib
+import inspect
+import io
+import json
+import os
+import pwd
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+SESSION_USER = "user"
+HOME = "/home/user"
+DISPLAY = ":0"
+RUNTIME_DIR = Path("/tmp/runtime-user")
+LOG_DIR = Path("/tmp/worldtrace-session")
+SESSION_FILE = LOG_DIR / "session.json"
+HERE = Path(__file__).resolve().parent
+VERSIONS_JSON = HERE / "versions.json"
+LAUNCHER = HERE / "launcher.py"
+OPENBOX_RC = HERE / "config" / "openbox-rc.xml"
+AT_SPI_BUS_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
+
+DEFAULT_WIDTH, DEFAULT_HEIGHT = 1280, 800
+DEFAULT_MAX_NODES = 5000
+DEFAULT_QUIET_S = 0.3
+DEFAULT_SETTLE_CAP_S = 3.0
+MAX_SETTLE_CAP_S = 60.0
+TEXT_LIMIT = 4000
+APP_TIME_LIMIT_S = 5.0
+CALL_TIMEOUT_MS = 1000
+STARTUP_TIMEOUT_MS = 3000
+LAUNCH_TIMEOUT_S = 20.0
+SESSION_START_TIMEOUT_S = 15.0
+POLL_S = 0.02
+NO_ACCESSIBILITY_GRACE_S = 0.5
+"""How long a launched program with a window but no AT-SPI application is given to register."""
+
+FUNCTIONS = (
+    "click",
+    "doubleClick",
+    "rightClick",
+    "moveTo",
+    "dragTo",
+    "write",
+    "typewrite",
+    "press",
+    "hotkey",
+    "scroll",
+    "keyDown",
+    "keyUp",
+    "mouseDown",
+    "mouseUp",
+)
+NO_INPUT = ("WAIT", "DONE", "FAIL")
+ALLOWED_KEYWORDS = {
+    "x",
+    "y",
+    "clicks",
+    "interval",
+    "button",
+    "duration",
+    "message",
+    "keys",
+    "presses",
+    "key",
+    "mouseDownUp",
+}
+BUTTONS = ("left", "middle", "right")
+MAX_DURATION_S = 5.0
+MAX_INTERVAL_S = 1.0
+MAX_REPEAT = 100
+MAX_MESSAGE = 10000
+
+
+class DriverError(Exception):
+    """A request the driver cannot serve (reported as driver_error)."""
+
+
+class ActionRefused(Exception):
+    """A call that is refused before any input (reported as the act's error)."""
+
+
+# --- the session ----------------------------------------------------------------------------------
+
+
+def user_environment(bus_address: str | None) -> dict[str, str]:
+    """The environment of every process of the session."""
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": HOME,
+        "USER": SESSION_USER,
+        "LOGNAME": SESSION_USER,
+        "SHELL": "/bin/bash",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TZ": "UTC",
+        "DISPLAY": DISPLAY,
+        "XDG_RUNTIME_DIR": str(RUNTIME_DIR),
+        # GTK 2 (pcmanfm) loads its accessibility modules from here; GTK 3 has its bridge
+        # built in and only needs NO_AT_BRIDGE unset.
+        "GTK_MODULES": "gail:atk-bridge",
+        # Settings live in memory: no dconf service to start, nothing left between episodes.
+        "GSETTINGS_BACKEND": "memory",
+        "WORLDTRACE_LOG_DIR": str(LOG_DIR),
+    }
+    if bus_address:
+        env["DBUS_SESSION_BUS_ADDRESS"] = bus_address
+    return env
+
+
+def user_processes(uid: int) -> list[int]:
+    """The pids of every process owned by ``uid`` (but this one)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            if os.stat(f"/proc/{entry}").st_uid == uid:
+                pids.append(int(entry))
+        except FileNotFoundError:
+            continue
+    return pids
+
+
+def descendants(pid: int) -> set[int]:
+    """``pid`` and every process below it."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except (FileNotFoundError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    found, todo = set(), [pid]
+    while todo:
+        current = todo.pop()
+        if current not in found:
+            found.add(current)
+            todo.extend(children.get(current, []))
+    return found
+
+
+class Session:
+    """The desktop's processes, all run as ``user``."""
+
+    def __init__(self, width: int, height: int) -> None:
+        self.width = width
+        self.height = height
+        account = pwd.getpwnam(SESSION_USER)
+        self.uid, self.gid = account.pw_uid, account.pw_gid
+        self.processes: list[subprocess.Popen[bytes]] = []
+        # The driver normally runs as the user already (see drop_to_user).
+        self.as_user: dict[str, Any] = (
+            {"user": self.uid, "group": self.gid, "extra_groups": []} if os.geteuid() == 0 else {}
+        )
+        self.bus_address: str | None = None
+
+    def spawn(self, argv: list[str], name: str, **options: Any) -> subprocess.Popen[bytes]:
+        """Start one process of the session as ``user``, its output in the log folder."""
+        with open(LOG_DIR / f"{name}.log", "ab") as log:
+            options.setdefault("stdout", log)
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stderr=log,
+                cwd=HOME,
+                env=user_environment(self.bus_address),
+                start_new_session=True,
+                **self.as_user,
+                **options,
+            )
+        self.processes.append(process)
+        return process
+
+    def start(self) -> None:
+        """Xvfb, the session bus, the AT-SPI bus and openbox, each ready before the next."""
+        clean_display()
+        LOG_DIR.mkdir(mode=0o755, exist_ok=True)
+        RUNTIME_DIR.mkdir(mode=0o700, exist_ok=True)
+        os.chown(RUNTIME_DIR, self.uid, self.gid)
+        # Xvfb as a user cannot make the socket folder with the mode clients expect.
+        sockets = Path("/tmp/.X11-unix")
+        sockets.mkdir(exist_ok=True)
+        sockets.chmod(0o1777)
+        deadline = time.monotonic() + SESSION_START_TIMEOUT_S
+        ready_read, ready_write = os.pipe()
+        xvfb = self.spawn(
+            [
+                "Xvfb",
+                DISPLAY,
+                "-screen",
+                "0",
+                f"{self.width}x{self.height}x24",
+                "-nolisten",
+                "tcp",
+                "-dpi",
+                "96",
+                "-noreset",
+                "-displayfd",
+                str(ready_write),
+            ],
+            "Xvfb",
+            pass_fds=(ready_write,),
+        )
+        os.close(ready_write)
+        # Xvfb writes the display number, then a newline: it is ready after both (and dies if
+        # the pipe is closed between the two writes).
+        announced = b""
+        try:
+            while not announced.endswith(b"\n"):
+                chunk = os.read(ready_read, 64) if wait_readable(ready_read, deadline) else b""
+                if not chunk:
+                    raise DriverError(f"Xvfb did not start (exit code {xvfb.poll()}); see Xvfb.log")
+                announced += chunk
+        finally:
+            os.close(ready_read)
+        bus = self.spawn(
+            [
+                "dbus-daemon",
+                "--session",
+                "--nofork",
+                "--nopidfile",
+                "--print-address=1",
+                f"--address=unix:path={RUNTIME_DIR}/bus",
+            ],
+            "dbus-session",
+            stdout=subprocess.PIPE,
+        )
+        assert bus.stdout is not None
+        if not wait_readable(bus.stdout.fileno(), deadline):
+            raise DriverError("the D-Bus session bus did not start; see dbus-session.log")
+        self.bus_address = bus.stdout.readline().decode().strip()
+        if not self.bus_address:
+            raise DriverError(f"the D-Bus session bus exited with code {bus.wait()}")
+        self.spawn([AT_SPI_BUS_LAUNCHER, "--launch-immediately"], "at-spi-bus-launcher")
+        self.spawn(["openbox", "--config-file", str(OPENBOX_RC)], "openbox")
+        LOG_DIR.joinpath("session.json").write_text(
+            json.dumps(
+                {
+                    "display": DISPLAY,
+                    "bus_address": self.bus_address,
+                    "width": self.width,
+                    "height": self.height,
+                }
+            ),
+            encoding="utf-8",
+        )
+
+    def stop(self) -> None:
+        """Kill every process of the user, reap ours, remove the display's lock files."""
+        SESSION_FILE.unlink(missing_ok=True)
+        deadline = time.monotonic() + 5.0
+        while (pids := user_processes(self.uid)) and time.monotonic() < deadline:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            for process in self.processes:
+                if process.poll() is None:
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        process.wait(timeout=0.05)
+            time.sleep(POLL_S)
+        for process in self.processes:
+            if process.stdout is not None:
+                process.stdout.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=1)
+        self.processes.clear()
+        clean_display()
+
+
+def clean_display() -> None:
+    """Remove what a killed Xvfb leaves behind (it refuses to start over its lock)."""
+    number = DISPLAY.lstrip(":")
+    Path(f"/tmp/.X{number}-lock").unlink(missing_ok=True)
+    Path(f"/tmp/.X11-unix/X{number}").unlink(missing_ok=True)
+
+
+def wait_readable(fd: int, deadline: float) -> bool:
+    """Whether ``fd`` becomes readable before ``deadline``."""
+    remaining = max(0.0, deadline - time.monotonic())
+    return bool(select.select([fd], [], [], remaining)[0])
+
+
+# --- observing ------------------------------------------------------------------------------------
+
+
+class AppStopped(Exception):
+    """The application being walked did not answer, or used up its time."""
+
+
+class Desktop:
+    """The observer: the AT-SPI tree through pyatspi, windows and pixels through X11."""
+
+    def __init__(self, bus_address: str) -> None:
+        # pyatspi and pyautogui connect at import to the display and buses named here.
+        os.environ["DISPLAY"] = DISPLAY
+        os.environ["DBUS_SESSION_BUS_ADDRESS"] = bus_address
+        import pyatspi  # noqa: F401 (initializes libatspi)
+        from gi.repository import Atspi, GLib
+        from Xlib import X, Xatom, display
+        from Xlib.ext import damage
+
+        self.Atspi, self.GLib, self.X, self.Xatom = Atspi, GLib, X, Xatom
+        Atspi.set_timeout(CALL_TIMEOUT_MS, STARTUP_TIMEOUT_MS)
+        self.context = GLib.MainContext.default()
+        self.xdisplay = display.Display(DISPLAY)
+        self.root = self.xdisplay.screen().root
+        geometry = self.root.get_geometry()
+        self.width, self.height = geometry.width, geometry.height
+        self.atoms = {
+            name: self.xdisplay.intern_atom(name)
+            for name in (
+                "_NET_CLIENT_LIST",
+                "_NET_ACTIVE_WINDOW",
+                "_NET_WM_NAME",
+                "_NET_WM_PID",
+                "_NET_SUPPORTING_WM_CHECK",
+                "UTF8_STRING",
+                "AT_SPI_BUS",
+            )
+        }
+        self.damage_module = damage
+        self.damage = None
+        self.events = 0
+        self.listener: Any = None
+
+    # events and settling
+
+    def listen(self) -> None:
+        """Count AT-SPI events and screen changes from now on (for settling)."""
+        self.listener = self.Atspi.EventListener.new(self._on_event)
+        for event_type in ("object:", "window:"):
+            self.listener.register(event_type)
+        self.damage = self.root.damage_create(self.damage_module.DamageReportNonEmpty)
+        self.xdisplay.flush()
+
+    def _on_event(self, event: Any) -> None:
+        self.events += 1
+
+    def activity(self) -> int:
+        """How many AT-SPI events and screen changes arrived since the last call."""
+        while self.context.pending():
+            self.context.iteration(False)
+        changes = 0
+        for _ in range(self.xdisplay.pending_events()):
+            self.xdisplay.next_event()
+            changes += 1
+        if changes and self.damage is not None:
+            self.xdisplay.damage_subtract(self.damage)
+            self.xdisplay.flush()
+        count, self.events = self.events + changes, 0
+        return count
+
+    def settle(self, quiet_s: float, cap_s: float) -> float:
+        """Wait until nothing happened for ``quiet_s`` (at most ``cap_s``); the time waited."""
+        started = time.monotonic()
+        last = started
+        self.activity()
+        while True:
+            now = time.monotonic()
+            if self.activity():
+                last = now
+            if now - last >= quiet_s or now - started >= cap_s:
+                return now - started
+            time.sleep(POLL_S)
+
+    # X11
+
+    def wm_running(self) -> bool:
+        """Whether a window manager announced itself on the root window."""
+        prop = self.root.get_full_property(
+            self.atoms["_NET_SUPPORTING_WM_CHECK"], self.X.AnyPropertyType
+        )
+        return prop is not None and len(prop.value) > 0
+
+    def accessibility_bus_ready(self) -> bool:
+        """Whether the AT-SPI bus launcher published the bus's address."""
+        prop = self.root.get_full_property(self.atoms["AT_SPI_BUS"], self.X.AnyPropertyType)
+        return prop is not None
+
+    def client_windows(self) -> list[Any]:
+        """The managed windows (_NET_CLIENT_LIST)."""
+        prop = self.root.get_full_property(self.atoms["_NET_CLIENT_LIST"], self.Xatom.WINDOW)
+        if prop is None:
+            return []
+        return [self.xdisplay.create_resource_object("window", wid) for wid in prop.value]
+
+    def window_pid(self, window: Any) -> int | None:
+        """The window's _NET_WM_PID."""
+        prop = window.get_full_property(self.atoms["_NET_WM_PID"], self.Xatom.CARDINAL)
+        return int(prop.value[0]) if prop is not None and len(prop.value) else None
+
+    def window_title(self, window: Any) -> str | None:
+        """The window's _NET_WM_NAME, else WM_NAME."""
+        prop = window.get_full_property(self.atoms["_NET_WM_NAME"], self.atoms["UTF8_STRING"])
+        if prop is not None:
+            value = prop.value
+            return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+        name = window.get_wm_name()
+        if isinstance(name, bytes):
+            return name.decode("latin-1")
+        return name
+
+    def windows(self, app_of_pid: dict[int, str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """The window list and the focused window and application."""
+        from Xlib import error as xerror
+
+        active_prop = self.root.get_full_property(
+            self.atoms["_NET_ACTIVE_WINDOW"], self.Xatom.WINDOW
+        )
+        active = 0
+        if active_prop is not None and len(active_prop.value):
+            active = int(active_prop.value[0])
+        listed = []
+        focused: dict[str, Any] = {"app": None, "window": None}
+        for window in self.client_windows():
+            try:
+                pid = self.window_pid(window)
+                wm_class = window.get_wm_class()
+                title = self.window_title(window)
+                geometry = window.get_geometry()
+                origin = self.root.translate_coords(window, 0, 0)
+            except (xerror.XError, AttributeError):
+                continue  # the window went away while we looked
+            app = app_of_pid.get(pid) if pid is not None else None
+            if app is None and wm_class:
+                app = wm_class[0]
+            entry = {
+                "app": app,
+                "title": title,
+                "x": origin.x,
+                "y": origin.y,
+                "width": geometry.width,
+                "height": geometry.height,
+                "active": window.id == active,
+            }
+            listed.append(entry)
+            if entry["active"]:
+                focused = {"app": app, "window": title}
+        return listed, focused
+
+    def screenshot(self) -> str:
+        """The whole screen as base64 PNG."""
+        from PIL import ImageGrab
+
+        image = ImageGrab.grab(xdisplay=DISPLAY)
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG", compress_level=1)
+        return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+    # AT-SPI
+
+    def applications(self) -> list[tuple[Any, str, int | None]]:
+        """(accessible, name, pid) of every registered application."""
+        desktop = self.Atspi.get_desktop(0)
+        found = []
+        for index in range(desktop.get_child_count()):
+            try:
+                app = desktop.get_child_at_index(index)
+                if app is None:
+                    continue
+                name = app.get_name() or ""
+                try:
+                    pid = app.get_process_id()
+                except self.GLib.Error:
+                    pid = None
+                found.append((app, name, pid))
+            except self.GLib.Error:
+                continue
+        return found
+
+    def shows_frame(self, app: Any) -> bool:
+        """Whether the application has a showing top-level window."""
+        try:
+            for index in range(app.get_child_count()):
+                child = app.get_child_at_index(index)
+                if child is not None and child.get_state_set().contains(
+                    self.Atspi.StateType.SHOWING
+                ):
+                    return True
+        except self.GLib.Error:
+            return False
+        return False
+
+    def tree(self, max_nodes: int) -> tuple[dict[str, Any], int, bool, str | None, dict[int, str]]:
+        """The desktop's tree: (root, nodes, truncated, tree_error, {pid: application name})."""
+        walk = TreeWalk(self, max_nodes)
+        root: dict[str, Any] = {
+            "role": "desktop frame",
+            "name": "main",
+            "text": None,
+            "description": "",
+            "states": [],
+            "attributes": {},
+            "x": 0,
+            "y": 0,
+            "width": self.width,
+            "height": self.height,
+            "app": None,
+            "children": [],
+        }
+        walk.count = 1
+        app_of_pid = {}
+        problems = []
+        for app, name, pid in self.applications():
+            if pid is not None:
+                app_of_pid[pid] = name
+            if walk.count >= max_nodes:
+                walk.truncated = True
+                break
+            node, problem = walk.application(app, name)
+            if node is not None:
+                root["children"].append(node)
+            if problem:
+                problems.append(f"{name} (pid {pid}): {problem}")
+        return root, walk.count, walk.truncated, "; ".join(problems) or None, app_of_pid
+
+    def observe(self, max_nodes: int) -> dict[str, Any]:
+        """One observation of the desktop as it is now."""
+        self.activity()  # apply pending events to libatspi's cache first
+        started = time.monotonic()
+        tree: dict[str, Any] | None
+        try:
+            tree, nodes, truncated, tree_error, app_of_pid = self.tree(max_nodes)
+        except self.GLib.Error as error:
+            tree, nodes, truncated, app_of_pid = None, 0, False, {}
+            tree_error = f"the accessibility tree is unavailable: {error.message}"
+        tree_s = time.monotonic() - started
+        windows, focused = self.windows(app_of_pid)
+        started = time.monotonic()
+        screenshot = self.screenshot()
+        screenshot_s = time.monotonic() - started
+        return {
+            "tree": tree,
+            "nodes": nodes,
+            "truncated": truncated,
+            "tree_error": tree_error,
+            "screenshot_png": screenshot,
+            "screen": {"width": self.width, "height": self.height},
+            "focused": focused,
+            "windows": windows,
+            "tree_digest": tree_digest(tree),
+            "timing": {"tree_s": round(tree_s, 6), "screenshot_s": round(screenshot_s, 6)},
+        }
+
+
+def tree_digest(tree: dict[str, Any] | None) -> str:
+    """The sha256 of the canonical JSON of the tree."""
+    canonical = json.dumps(tree, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class TreeWalk:
+    """One walk over the applications, sharing the node budget."""
+
+    def __init__(self, desktop: Desktop, max_nodes: int) -> None:
+        self.desktop = desktop
+        self.Atspi = desktop.Atspi
+        self.GLib = desktop.GLib
+        self.max_nodes = max_nodes
+        self.count = 0
+        self.truncated = False
+        self.deadline = 0.0
+
+    def application(self, app: Any, name: str) -> tuple[dict[str, Any] | None, str | None]:
+        """The application's subtree and what stopped its walk (None when complete)."""
+        self.deadline = time.monotonic() + APP_TIME_LIMIT_S
+        self.app_name = name
+        holder: list[dict[str, Any]] = []
+        try:
+            self.visit(app, holder)
+        except AppStopped as stopped:
+            return (holder[0] if holder else None), str(stopped)
+        return (holder[0] if holder else None), None
+
+    def call(self, method: Any, *args: Any) -> Any:
+        """One AT-SPI call; a call that times out stops the application's walk."""
+        if time.monotonic() > self.deadline:
+            raise AppStopped(f"the walk took longer than {APP_TIME_LIMIT_S:g} s")
+        started = time.monotonic()
+        try:
+            return method(*args)
+        except self.GLib.Error as error:
+            if time.monotonic() - started >= CALL_TIMEOUT_MS / 1000 * 0.9 or "Timeout" in str(
+                error.message
+            ):
+                raise AppStopped(
+                    f"no answer within {CALL_TIMEOUT_MS} ms ({error.message})"
+                ) from None
+            return None
+
+    def visit(self, accessible: Any, siblings: list[dict[str, Any]]) -> None:
+        """Add the node of ``accessible`` and its subtree to ``siblings`` (budget allowing)."""
+        if self.count >= self.max_nodes:
+            self.truncated = True
+            return
+        self.count += 1
+        node = self.node(accessible)
+        siblings.append(node)
+        count = self.call(accessible.get_child_count) or 0
+        for index in range(count):
+            if self.count >= self.max_nodes:
+                self.truncated = True
+                return
+            child = self.call(accessible.get_child_at_index, index)
+            if child is not None:
+                self.visit(child, node["children"])
+
+    def node(self, accessible: Any) -> dict[str, Any]:
+        """One node's own fields (children filled by visit)."""
+        Atspi = self.Atspi
+        state_set = self.call(accessible.get_state_set)
+        states = (
+            [state.value_nick for state in state_set.get_states()] if state_set is not None else []
+        )
+        attributes = self.call(accessible.get_attributes) or {}
+        text = None
+        text_iface = self.call(accessible.get_text_iface)
+        if text_iface is not None:
+            length = self.call(text_iface.get_character_count) or 0
+            text = self.call(text_iface.get_text, 0, min(length, TEXT_LIMIT)) if length else ""
+        x = y = width = height = None
+        component = self.call(accessible.get_component_iface)
+        if component is not None:
+            extents = self.call(component.get_extents, Atspi.CoordType.SCREEN)
+            if extents is not None:
+                x, y, width, height = extents.x, extents.y, extents.width, extents.height
+        return {
+            "role": self.call(accessible.get_role_name),
+            "name": self.call(accessible.get_name),
+            "text": text,
+            "description": self.call(accessible.get_description),
+            "states": states,
+            "attributes": {str(key): str(value) for key, value in sorted(attributes.items())},
+            "x": x,
+            "y": y,
+            "width": width,
+            "height": height,
+            "app": self.app_name,
+            "children": [],
+        }
+
+
+# --- acting ---------------------------------------------------------------------------------------
+
+
+class Actor:
+    """Checks and runs pyautogui calls against the display."""
+
+    def __init__(self, width: int, height: int) -> None:
+        import pyautogui
+        from pyautogui import _pyautogui_x11
+
+        pyautogui.FAILSAFE = False  # a click in a corner is a click, not an abort
+        pyautogui.PAUSE = 0.0  # settling is ours
+        self.pyautogui = pyautogui
+        self.key_codes = _pyautogui_x11.keyboardMapping
+        self.width, self.height = width, height
+
+    def check(self, function: Any, args: Any, kwargs: Any) -> Any:
+        """The bound pyautogui callable for the call, or ActionRefused saying why not."""
+        if function not in FUNCTIONS:
+            raise ActionRefused(
+                f"unknown function {function!r} (one of {', '.join(FUNCTIONS + NO_INPUT)})"
+            )
+        if not isinstance(args, list):
+            raise ActionRefused("args must be a list")
+        if not isinstance(kwargs, dict) or not all(isinstance(key, str) for key in kwargs):
+            raise ActionRefused("kwargs must be an object")
+        unknown = sorted(set(kwargs) - ALLOWED_KEYWORDS)
+        if unknown:
+            raise ActionRefused(f"{function}() does not take the keyword(s) {', '.join(unknown)}")
+        target = getattr(self.pyautogui, function)
+        try:
+            bound = inspect.signature(target).bind(*args, **kwargs)
+        except TypeError as error:
+            raise ActionRefused(f"{function}(): {error}") from None
+        values = bound.arguments
+        if "x" in values or "y" in values:
+            self.check_point(values.get("x"), values.get("y"))
+        if "button" in values and values["button"] not in BUTTONS:
+            raise ActionRefused(f"button must be one of {', '.join(BUTTONS)}")
+        for name, limit in (("duration", MAX_DURATION_S), ("interval", MAX_INTERVAL_S)):
+            if name in values:
+                value = values[name]
+                if not is_number(value) or not 0 <= value <= limit:
+                    raise ActionRefused(f"{name} must be a number from 0 to {limit:g}")
+        for name in ("clicks", "presses"):
+            if name in values and function != "scroll":
+                value = values[name]
+                if not isinstance(value, int) or isinstance(value, bool):
+                    raise ActionRefused(f"{name} must be an integer")
+                if not 1 <= value <= MAX_REPEAT:
+                    raise ActionRefused(f"{name} must be from 1 to {MAX_REPEAT}")
+        if function == "scroll":
+            clicks = values.get("clicks")
+            if not isinstance(clicks, int) or isinstance(clicks, bool):
+                raise ActionRefused("scroll clicks must be an integer")
+            if not -MAX_REPEAT <= clicks <= MAX_REPEAT:
+                raise ActionRefused(f"scroll clicks must be from -{MAX_REPEAT} to {MAX_REPEAT}")
+        if function in ("write", "typewrite"):
+            self.check_message(values.get("message"))
+        if function == "press":
+            keys = values.get("keys")
+            self.check_keys(keys if isinstance(keys, list) else [keys])
+        if function == "hotkey":
+            if not values.get("args"):
+                raise ActionRefused("hotkey() needs at least one key")
+            self.check_keys(list(values["args"]))
+        if function in ("keyDown", "keyUp"):
+            self.check_keys([values.get("key")])
+        return lambda: target(*bound.args, **bound.kwargs)
+
+    def check_point(self, x: Any, y: Any) -> None:
+        """Coordinates must be numbers on the screen (or both absent: the pointer's place)."""
+        if isinstance(x, list | tuple) and y is None:
+            if len(x) != 2:
+                raise ActionRefused("a point must be two numbers")
+            x, y = x
+        if x is None and y is None:
+            return
+        if not is_number(x) or not is_number(y):
+            raise ActionRefused(f"coordinates must be numbers, not {x!r}, {y!r}")
+        if not (0 <= x < self.width and 0 <= y < self.height):
+            raise ActionRefused(f"({x:g}, {y:g}) is off the screen ({self.width}x{self.height})")
+
+    def check_keys(self, keys: list[Any]) -> None:
+        """Every key must be a name pyautogui can press on this display."""
+        if not keys:
+            raise ActionRefused("no key given")
+        for key in keys:
+            if not isinstance(key, str) or not key:
+                raise ActionRefused(f"a key must be a non-empty string, not {key!r}")
+            name = key.lower() if len(key) > 1 else key
+            if not self.key_codes.get(name):
+                raise ActionRefused(f"unknown key {key!r}")
+
+    def check_message(self, message: Any) -> None:
+        """A message is a string (or a list of key names) pyautogui can type whole."""
+        if isinstance(message, list):
+            self.check_keys(message)
+            return
+        if not isinstance(message, str):
+            raise ActionRefused("message must be a string or a list of key names")
+        if len(message) > MAX_MESSAGE:
+            raise ActionRefused(f"message is longer than {MAX_MESSAGE} characters")
+        missing = sorted({char for char in message if not self.key_codes.get(char)})
+        if missing:
+            raise ActionRefused(f"no key types {''.join(missing)!r}")
+
+
+def is_number(value: Any) -> bool:
+    """An int or float that is not a bool."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+# --- the driver -----------------------------------------------------------------------------------
+
+
+def positive_int(request: dict[str, Any], name: str, default: int) -> int:
+    """A request field that must be a positive integer."""
+    value = request.get(name, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise DriverError(f"{name} must be a positive integer, not {value!r}")
+    return value
+
+
+def seconds(request: dict[str, Any], name: str, default: float) -> float:
+    """A request field that must be a number of seconds from 0 to MAX_SETTLE_CAP_S."""
+    value = request.get(name, default)
+    if not is_number(value) or not 0 <= value <= MAX_SETTLE_CAP_S:
+        raise DriverError(f"{name} must be a number from 0 to {MAX_SETTLE_CAP_S:g}")
+    return float(value)
+
+
+class Driver:
+    """Serves requests; holds the session, the observer and the actor once started."""
+
+    def __init__(self) -> None:
+        self.session: Session | None = None
+        self.desktop: Desktop | None = None
+        self.actor: Actor | None = None
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Execute one request and return its reply."""
+        op = request.get("op")
+        if op == "start":
+            return self.start(request)
+        if op == "stop":
+            self.stop()
+            return {"stopped": True}
+        if op not in ("act", "observe"):
+            raise DriverError(f"unknown op {op!r} (start, act, observe, stop)")
+        if self.desktop is None or self.actor is None:
+            raise DriverError(f"op {op!r} before start")
+        max_nodes = positive_int(request, "max_nodes", DEFAULT_MAX_NODES)
+        if op == "observe":
+            return self.desktop.observe(max_nodes)
+        return self.act(request, max_nodes)
+
+    def start(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Start the session and the launched applications; the first observation."""
+        if self.session is not None:
+            raise DriverError("already started; stop first")
+        started = time.monotonic()
+        width = positive_int(request, "width", DEFAULT_WIDTH)
+        height = positive_int(request, "height", DEFAULT_HEIGHT)
+        launch = request.get("launch", [])
+        if not isinstance(launch, list) or not all(
+            isinstance(argv, list) and argv and all(isinstance(part, str) for part in argv)
+            for argv in launch
+        ):
+            raise DriverError("launch must be a list of argv lists of strings")
+        versions = json.loads(VERSIONS_JSON.read_text(encoding="utf-8"))
+        self.session = Session(width, height)
+        try:
+            self.session.start()
+            assert self.session.bus_address is not None
+            desktop = Desktop(self.session.bus_address)
+            deadline = time.monotonic() + SESSION_START_TIMEOUT_S
+            while not (desktop.wm_running() and desktop.accessibility_bus_ready()):
+                if time.monotonic() > deadline:
+                    raise DriverError("openbox or the AT-SPI bus did not start; see their logs")
+                time.sleep(POLL_S)
+            desktop.listen()
+            programs = [(["/usr/bin/python3", str(LAUNCHER)], "launcher")]
+            programs += [(argv, Path(argv[0]).name) for argv in launch]
+            waiting = []
+            for argv, name in programs:
+                try:
+                    waiting.append((argv, self.session.spawn(argv, name)))
+                except OSError as error:
+                    raise DriverError(f"cannot launch {argv}: {error}") from None
+            self.wait_for_windows(desktop, waiting, time.monotonic() + LAUNCH_TIMEOUT_S)
+            self.desktop = desktop
+            self.actor = Actor(desktop.width, desktop.height)
+            desktop.settle(DEFAULT_QUIET_S, DEFAULT_SETTLE_CAP_S)
+            reply = desktop.observe(DEFAULT_MAX_NODES)
+        except BaseException:
+            self.stop()
+            raise
+        reply["versions"] = versions
+        reply["start_s"] = round(time.monotonic() - started, 6)
+        return reply
+
+    @staticmethod
+    def wait_for_windows(
+        desktop: Desktop, waiting: list[tuple[list[str], subprocess.Popen[bytes]]], deadline: float
+    ) -> None:
+        """Wait until every launched program shows a window (see the module docstring)."""
+        window_seen: dict[int, float] = {}
+        while waiting:
+            desktop.activity()
+            applications = desktop.applications()
+            window_pids = {desktop.window_pid(window) for window in desktop.client_windows()}
+            still = []
+            for argv, process in waiting:
+                pids = descendants(process.pid)
+                accessible = [app for app, _, pid in applications if pid in pids]
+                if accessible:
+                    if any(desktop.shows_frame(app) for app in accessible):
+                        continue
+                elif pids & window_pids:
+                    first = window_seen.setdefault(process.pid, time.monotonic())
+                    if time.monotonic() - first >= NO_ACCESSIBILITY_GRACE_S:
+                        continue
+                if process.poll() is not None and len(pids) == 1:
+                    raise DriverError(
+                        f"{argv} exited with code {process.returncode} before showing a window"
+                    )
+                still.append((argv, process))
+            waiting = still
+            if waiting and time.monotonic() > deadline:
+                names = ", ".join(str(argv) for argv, _ in waiting)
+                raise DriverError(f"no window after {LAUNCH_TIMEOUT_S:g} s: {names}")
+            if waiting:
+                time.sleep(0.05)
+
+    def act(self, request: dict[str, Any], max_nodes: int) -> dict[str, Any]:
+        """Run one call, settle, observe."""
+        assert self.desktop is not None and self.actor is not None
+        quiet_s = seconds(request, "quiet_s", DEFAULT_QUIET_S)
+        cap_s = seconds(request, "settle_cap_s", DEFAULT_SETTLE_CAP_S)
+        call = request.get("call")
+        if not isinstance(call, dict):
+            raise DriverError("call must be an object {function, args, kwargs}")
+        function = call.get("function")
+        error = None
+        action_s = settle_s = 0.0
+        if function == "WAIT":
+            time.sleep(cap_s)
+            settle_s = cap_s
+        elif function not in ("DONE", "FAIL"):
+            try:
+                run = self.actor.check(function, call.get("args", []), call.get("kwargs", {}))
+            except ActionRefused as refused:
+                error = str(refused)
+            else:
+                self.desktop.activity()  # what happened before the action is not its effect
+                started = time.monotonic()
+                try:
+                    run()
+                except Exception as failed:  # pyautogui's own complaint is the step's error
+                    error = f"{type(failed).__name__}: {failed}"
+                action_s = time.monotonic() - started
+                settle_s = self.desktop.settle(quiet_s, cap_s)
+        reply = self.desktop.observe(max_nodes)
+        reply["error"] = error
+        reply["timing"] = {
+            "action_s": round(action_s, 6),
+            "settle_s": round(settle_s, 6),
+            **reply["timing"],
+        }
+        return reply
+
+    def stop(self) -> None:
+        """End the session."""
+        if self.session is not None:
+            self.session.stop()
+        self.session = self.desktop = self.actor = None
+
+
+def read_lines(fd: int, idle: Any) -> Any:
+    """Yield the lines of ``fd`` until it closes, calling ``idle`` while none arrives."""
+    buffer = b""
+    while True:
+        if select.select([fd], [], [], 0.2)[0]:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                if buffer.strip():
+                    yield buffer
+                return
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                yield line
+        else:
+            idle()
+
+
+def serve(reply_fd: int) -> None:
+    """Serve requests from stdin until it closes."""
+    driver = Driver()
+
+    def idle() -> None:
+        # Keep libatspi's event queue drained between requests.
+        if driver.desktop is not None:
+            driver.desktop.activity()
+
+    try:
+        for line in read_lines(0, idle):
+            if not line.strip():
+                continue
+            request_id = None
+            try:
+                request = json.loads(line)
+                if not isinstance(request, dict):
+                    raise DriverError("a request must be a JSON object")
+                request_id = request.get("id")
+                reply = driver.handle(request)
+            except Exception as error:  # reply, never die: the host decides what it means
+                reply = {"driver_error": f"{type(error).__name__}: {error}"}
+            reply["id"] = request_id
+            data = (json.dumps(reply, ensure_ascii=False) + "\n").encode("utf-8")
+            try:
+                while data:
+                    data = data[os.write(reply_fd, data) :]
+            except OSError:  # the host is gone: nobody to serve
+                break
+    finally:
+        driver.stop()
+
+
+def last_look(max_nodes: int) -> dict[str, Any]:
+    """One observation of the running session, or an empty one when there is none."""
+    try:
+        session = json.loads(SESSION_FILE.read_text(encoding="utf-8"))
+        desktop = Desktop(session["bus_address"])
+    except Exception as error:  # no file, no display: no session to look at
+        return {
+            "tree": None,
+            "nodes": 0,
+            "truncated": False,
+            "tree_error": f"no desktop session ({type(error).__name__}: {error})",
+            "screenshot_png": None,
+            "screen": None,
+            "focused": {"app": None, "window": None},
+            "windows": [],
+            "tree_digest": tree_digest(None),
+            "timing": {"tree_s": 0.0, "screenshot_s": 0.0},
+        }
+    return desktop.observe(max_nodes)
+
+
+def drop_to_user() -> None:
+    """Become ``user`` (when started as root), with the user's home and runtime folder."""
+    account = pwd.getpwnam(SESSION_USER)
+    if os.geteuid() == 0:
+        os.setgroups([])
+        os.setgid(account.pw_gid)
+        os.setuid(account.pw_uid)
+    os.environ.update(
+        {
+            "HOME": HOME,
+            "USER": SESSION_USER,
+            "LOGNAME": SESSION_USER,
+            "XDG_RUNTIME_DIR": str(RUNTIME_DIR),
+        }
+    )
+
+
+def main() -> None:
+    """Serve requests, or with ``--observe`` print one observation of the running session."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--observe", action="store_true", help="print one observation")
+    parser.add_argument("--max-nodes", type=int, default=DEFAULT_MAX_NODES)
+    args = parser.parse_args()
+    drop_to_user()
+    reply_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    if args.observe:
+        data = (json.dumps(last_look(args.max_nodes), ensure_ascii=False) + "\n").encode()
+        while data:
+            data = data[os.write(reply_fd, data) :]
+        return
+    serve(reply_fd)
+
+
+if __name__ == "__main__":
+    main()
