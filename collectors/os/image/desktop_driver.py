@@ -60,16 +60,17 @@ Requests and replies:
       the display, with FAILSAFE off and no pause), or WAIT, DONE, FAIL (no input).
       Before any input the call is checked and refused with "error" (nothing done, no
       settling) when: the function is unknown; the arguments do not fit pyautogui's
-      signature or use a keyword outside the allowed ones (x, y, clicks, interval, button,
-      duration, message, keys, presses, key, mouseDownUp); a coordinate is not a number or is
-      off the screen; a key name is not one pyautogui can press here, or a character of
-      ``write`` has no key; button is not left, middle or right; duration > 5 s, interval
-      > 1 s, clicks or presses outside 1..100, scroll clicks outside -100..100, or a message
-      longer than 10000 characters. An exception raised by pyautogui is the "error" too
-      (after settling, since input may have happened). Settling: after the input, wait until
-      neither an AT-SPI event (object:*, window:*) nor a screen change (XDamage on the root
-      window) happened for ``quiet_s``, at most ``settle_cap_s``. WAIT settles for exactly
-      ``settle_cap_s`` (a pause); DONE and FAIL do not settle.
+      signature or reach a parameter outside the allowed ones (x, y, clicks, interval,
+      button, duration, message, keys, presses, key, mouseDownUp: no tween, logScreenshot,
+      _pause); a coordinate is not a number or is off the screen; a key name is not one
+      pyautogui can press here, or a character of ``write`` has no key; button is not left,
+      middle or right; duration > 5 s, interval > 1 s, clicks or presses outside 1..100,
+      scroll clicks outside -100..100, or a message longer than 10000 characters. An
+      exception raised by pyautogui is the "error" too (after settling, since input may have
+      happened). Settling: after the input, wait until neither an AT-SPI event (object:*,
+      window:*) nor a screen change (XDamage on the root window) happened for ``quiet_s``,
+      at most ``settle_cap_s``. WAIT settles for exactly ``settle_cap_s`` (a pause); DONE
+      and FAIL do not settle.
   {"id", "op": "observe", "max_nodes"} -> observation.
   {"id", "op": "stop"} -> {"stopped": true}: every other process of ``user`` is killed and the X
       lock files removed (the home folder stays). Stdin EOF does the same.
@@ -769,7 +770,12 @@ class Actor:
             bound = inspect.signature(target).bind(*args, **kwargs)
         except TypeError as error:
             raise ActionRefused(f"{function}(): {error}") from None
-        values = bound.arguments
+        values = dict(bound.arguments)
+        values.update(values.pop("kwargs", {}))  # hotkey(*args, **kwargs)
+        # Positional arguments reach the same parameters (tween, logScreenshot, _pause).
+        unknown = sorted(set(values) - ALLOWED_KEYWORDS - {"args"})
+        if unknown:
+            raise ActionRefused(f"{function}() does not take the argument(s) {', '.join(unknown)}")
         if "x" in values or "y" in values:
             self.check_point(values.get("x"), values.get("y"))
         if "button" in values and values["button"] not in BUTTONS:

@@ -1,0 +1,303 @@
+"""The in-container desktop driver against the real desktop of ``worldtrace/os``.
+
+One sandbox for the module (network "none", read-only root, as an episode's) and one driver
+session in it, started with mousepad on the seeded notes: the tests that only look or that are
+refused share it, and the one that types and saves runs last. The other applications and the
+launcher get a sandbox of their own.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from worldtrace.collectors.os.image_definition import DRIVER, IMAGE
+from worldtrace.sandboxes.channel import DriverChannel
+from worldtrace.sandboxes.docker import DockerSandbox, Limits
+from worldtrace.sandboxes.images import ensure_image
+
+pytestmark = pytest.mark.docker
+
+NOTES = "/home/user/Documents/notes.txt"
+WIDTH, HEIGHT = 1280, 800
+
+
+def new_sandbox() -> DockerSandbox:
+    """A sandbox of the image, as an episode has it (more memory: four GTK applications)."""
+    image = ensure_image(IMAGE)
+    limits = Limits(disk_mb=128, cpus=2, memory_mb=1536)
+    return DockerSandbox(image, limits=limits, network="none").start()
+
+
+class Driver:
+    """One driver process in a sandbox."""
+
+    def __init__(self, sandbox: DockerSandbox) -> None:
+        self.channel = DriverChannel(sandbox.open_stream(list(DRIVER)), "desktop driver")
+
+    def request(self, op: str, timeout_s: float = 60.0, **fields: Any) -> dict[str, Any]:
+        """Send one request and return the reply."""
+        return self.channel.request({"op": op, **fields}, timeout_s)
+
+    def ok(self, op: str, **fields: Any) -> dict[str, Any]:
+        """A request the driver must serve; its observation is checked for consistency."""
+        reply = self.request(op, **fields)
+        assert "driver_error" not in reply, reply["driver_error"]
+        if op != "stop":
+            assert reply["tree_digest"] == digest(reply["tree"])
+            assert reply["nodes"] == count_nodes(reply["tree"])
+        return reply
+
+    def act(self, function: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """One pyautogui call."""
+        call = {"function": function, "args": list(args), "kwargs": kwargs}
+        return self.ok("act", call=call, quiet_s=0.3, settle_cap_s=3)
+
+    def close(self) -> None:
+        """Stop the session, then end the driver."""
+        self.request("stop")
+        self.channel.close()
+
+
+def digest(tree: dict[str, Any] | None) -> str:
+    """The tree digest as the protocol defines it."""
+    canonical = json.dumps(tree, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def count_nodes(node: dict[str, Any] | None) -> int:
+    """How many nodes a (sub)tree holds."""
+    if node is None:
+        return 0
+    return 1 + sum(count_nodes(child) for child in node["children"])
+
+
+def nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every node of a tree, depth first."""
+    yield node
+    for child in node["children"]:
+        yield from nodes(child)
+
+
+def application(tree: dict[str, Any], name: str) -> dict[str, Any]:
+    """The application node called ``name``."""
+    found = [app for app in tree["children"] if app["name"] == name]
+    assert found, [app["name"] for app in tree["children"]]
+    return found[0]
+
+
+def find(node: dict[str, Any], role: str, name: str | None = None) -> list[dict[str, Any]]:
+    """The nodes of ``role`` (and ``name``, less the padding mousepad's menu items carry)."""
+    return [
+        each
+        for each in nodes(node)
+        if each["role"] == role and (name is None or (each["name"] or "").strip() == name)
+    ]
+
+
+def centre(node: dict[str, Any]) -> tuple[int, int]:
+    """The middle of a node's extents."""
+    return node["x"] + node["width"] // 2, node["y"] + node["height"] // 2
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[DockerSandbox]:
+    """The module's sandbox."""
+    box = new_sandbox()
+    try:
+        yield box
+    finally:
+        box.close()
+
+
+@pytest.fixture(scope="module")
+def editor(sandbox: DockerSandbox) -> Iterator[tuple[Driver, dict[str, Any]]]:
+    """A session started with mousepad on the notes, and its first observation."""
+    driver = Driver(sandbox)
+    try:
+        started = driver.ok("start", width=WIDTH, height=HEIGHT, launch=[["mousepad", NOTES]])
+        yield driver, started
+    finally:
+        driver.close()
+
+
+def test_start_observes_mousepad_window(editor: tuple[Driver, dict[str, Any]]) -> None:
+    _, started = editor
+    assert started["tree_error"] is None and not started["truncated"]
+    assert started["start_s"] < 10, started["start_s"]
+    assert started["screen"] == {"width": WIDTH, "height": HEIGHT}
+    mousepad = application(started["tree"], "mousepad")
+    (frame,) = [child for child in mousepad["children"] if child["role"] == "frame"]
+    assert frame["name"] == "~/Documents/notes.txt - Mousepad"
+    assert {"active", "showing", "visible"} <= set(frame["states"])
+    (menu_bar,) = find(frame, "menu bar")
+    menus = [child["name"] for child in menu_bar["children"]]
+    assert menus[:2] == ["File", "Edit"] and "Help" in menus
+    file_menu = find(menu_bar, "menu", "File")[0]
+    assert 0 <= file_menu["x"] < WIDTH and 0 <= file_menu["y"] < HEIGHT
+    items = [item["name"].strip() for item in find(file_menu, "menu item")]
+    assert "Save" in items and "Quit" in items, items
+    (text,) = find(frame, "text")
+    assert text["text"].startswith("Meeting notes, 12 March\n")
+    assert {"editable", "focused"} <= set(text["states"])
+    assert all(node["app"] == "mousepad" for node in nodes(mousepad))
+    # The launcher dock, its buttons on screen in the left strip.
+    launcher = application(started["tree"], "launcher")
+    buttons = {button["name"]: button for button in find(launcher, "push button")}
+    assert list(buttons) == ["Text Editor", "Spreadsheet", "File Manager", "Calculator", "Terminal"]
+    assert all(0 <= button["x"] < 140 for button in buttons.values())
+    # Windows and focus from the window manager.
+    assert started["focused"] == {"app": "mousepad", "window": frame["name"]}
+    by_app = {window["app"]: window for window in started["windows"]}
+    assert by_app["mousepad"]["active"] and not by_app["launcher"]["active"]
+    assert by_app["mousepad"]["x"] >= 140  # maximized beside the dock, not under it
+    png = Image.open(io.BytesIO(base64.b64decode(started["screenshot_png"])))
+    assert png.format == "PNG" and png.size == (WIDTH, HEIGHT)
+    assert set(started["versions"]) >= {"mousepad", "gnumeric", "pcmanfm", "galculator"}
+
+
+def test_bad_acts_are_errors_and_change_nothing(editor: tuple[Driver, dict[str, Any]]) -> None:
+    driver, _ = editor
+    before = driver.ok("observe")
+    refused = {
+        ("launchRockets", (), ()): "unknown function 'launchRockets'",
+        ("click", ("a", "b"), ()): "coordinates must be numbers",
+        ("click", (5000, 10), ()): "(5000, 10) is off the screen (1280x800)",
+        ("press", ("notakey",), ()): "unknown key 'notakey'",
+        ("write", ("Grüße",), ()): "no key types 'ßü'",
+        ("hotkey", ("ctrl", "nokey"), ()): "unknown key 'nokey'",
+        ("click", (10, 10), (("tween", "linear"),)): "does not take the keyword(s) tween",
+        (
+            "moveTo",
+            (10, 10, 1, "x", True),
+            (),
+        ): "does not take the argument(s) logScreenshot, tween",
+        ("moveTo", (10, 10, 1, 2, 3, 4, 5), ()): "moveTo(): too many positional arguments",
+        ("scroll", (1000,), ()): "scroll clicks must be from -100 to 100",
+    }
+    for (function, args, kwargs), expected in refused.items():
+        reply = driver.act(function, *args, **dict(kwargs))
+        assert reply["error"] is not None and expected in reply["error"], reply["error"]
+        assert reply["timing"]["action_s"] == 0 and reply["timing"]["settle_s"] == 0
+        assert reply["tree_digest"] == before["tree_digest"], function
+    done = driver.act("DONE")
+    assert done["error"] is None and done["tree_digest"] == before["tree_digest"]
+
+
+def test_max_nodes_truncates_the_tree(editor: tuple[Driver, dict[str, Any]]) -> None:
+    driver, _ = editor
+    whole = driver.ok("observe")
+    assert not whole["truncated"] and whole["nodes"] > 200
+    capped = driver.ok("observe", max_nodes=25)
+    assert capped["truncated"] and capped["nodes"] == 25
+    bad = driver.request("observe", max_nodes=0)
+    assert bad["driver_error"] == "DriverError: max_nodes must be a positive integer, not 0"
+
+
+def test_click_on_a_menu_opens_it(editor: tuple[Driver, dict[str, Any]]) -> None:
+    driver, _ = editor
+    before = driver.ok("observe")
+    file_menu = find(application(before["tree"], "mousepad"), "menu", "File")[0]
+    save = find(file_menu, "menu item", "Save")[0]
+    assert "showing" not in save["states"]
+    opened = driver.act("click", *centre(file_menu))
+    assert opened["error"] is None
+    assert opened["timing"]["action_s"] >= 0 and opened["timing"]["settle_s"] > 0
+    file_menu = find(application(opened["tree"], "mousepad"), "menu", "File")[0]
+    save = find(file_menu, "menu item", "Save")[0]
+    assert {"showing", "visible"} <= set(save["states"])
+    assert save["y"] > file_menu["y"]  # the open menu hangs below its title
+    closed = driver.act("press", "escape")
+    file_menu = find(application(closed["tree"], "mousepad"), "menu", "File")[0]
+    assert "showing" not in find(file_menu, "menu item", "Save")[0]["states"]
+
+
+def test_last_look_from_a_second_process(
+    sandbox: DockerSandbox, editor: tuple[Driver, dict[str, Any]]
+) -> None:
+    driver, _ = editor
+    seen = driver.ok("observe")
+    looked = sandbox.exec([*DRIVER, "--observe"], timeout=30)
+    assert looked.exit_code == 0, looked.stderr.decode(errors="replace")[-2000:]
+    last = json.loads(looked.text.strip())
+    assert last["tree_digest"] == digest(last["tree"])
+    assert [app["name"] for app in last["tree"]["children"]] == [
+        app["name"] for app in seen["tree"]["children"]
+    ]
+    assert last["focused"] == seen["focused"]
+
+
+def test_requests_it_cannot_serve_are_driver_errors(
+    sandbox: DockerSandbox, editor: tuple[Driver, dict[str, Any]]
+) -> None:
+    driver, _ = editor
+    again = driver.request("start")
+    assert again["driver_error"] == "DriverError: already started; stop first"
+    fresh = Driver(sandbox)  # a second process: it never started a session
+    try:
+        early = fresh.request("act", call={"function": "click", "args": [1, 1]})
+        assert early["driver_error"] == "DriverError: op 'act' before start"
+        unknown = fresh.request("fly")
+        assert unknown["driver_error"].startswith("DriverError: unknown op 'fly'")
+    finally:
+        fresh.channel.close()
+
+
+def test_typing_and_ctrl_s_saves_the_file(
+    sandbox: DockerSandbox, editor: tuple[Driver, dict[str, Any]]
+) -> None:
+    """Runs last in the module: it changes the document."""
+    driver, _ = editor
+    before = driver.ok("observe")
+    (text,) = find(application(before["tree"], "mousepad"), "text")
+    assert driver.act("click", *centre(text))["error"] is None
+    assert driver.act("hotkey", "ctrl", "end")["error"] is None
+    typed = driver.act("write", "\nSaved by the test.")
+    assert typed["error"] is None
+    (text,) = find(application(typed["tree"], "mousepad"), "text")
+    assert text["text"].endswith("\nSaved by the test.")
+    assert typed["focused"]["window"].startswith("*")  # mousepad marks unsaved changes
+    assert b"Saved by the test" not in sandbox.get_file(NOTES)
+    saved = driver.act("hotkey", "ctrl", "s")
+    assert saved["error"] is None
+    assert sandbox.get_file(NOTES).decode().endswith("10:00.\n\nSaved by the test.")
+    assert saved["focused"]["window"] == "~/Documents/notes.txt - Mousepad"
+
+
+def test_other_applications_and_the_launcher() -> None:
+    box = new_sandbox()
+    driver = Driver(box)
+    try:
+        launch = [["gnumeric", "/home/user/Documents/budget.csv"], ["pcmanfm", "/home/user"]]
+        started = driver.ok("start", launch=launch)
+        assert started["tree_error"] is None
+        gnumeric = application(started["tree"], "gnumeric")
+        assert find(gnumeric, "menu bar") and find(gnumeric, "frame")
+        assert "budget.csv" in find(gnumeric, "frame")[0]["name"]
+        pcmanfm = application(started["tree"], "pcmanfm")
+        # pcmanfm's folder view (GTK 2) names no items in AT-SPI; its status bar counts the
+        # home's three visible folders (Desktop, Documents, Pictures).
+        names = {node["name"] for node in nodes(pcmanfm)}
+        assert "3 items (6 hidden)" in names, sorted(names)
+        # Open the calculator from the launcher dock, by the button's place in the tree.
+        button = find(application(started["tree"], "launcher"), "push button", "Calculator")[0]
+        reply = driver.act("click", *centre(button))
+        for _ in range(20):  # the settle ends before a starting application has its window
+            started_apps = [app for app in reply["tree"]["children"] if app["name"] == "galculator"]
+            if started_apps and find(started_apps[0], "toggle button"):
+                break
+            reply = driver.ok("act", call={"function": "WAIT"}, settle_cap_s=0.5)
+        galculator = application(reply["tree"], "galculator")
+        keys = {key["name"] for key in find(galculator, "toggle button")}  # its keys
+        assert {"7", "+", "="} <= keys, sorted(keys)
+        assert reply["focused"]["app"] == "galculator"
+    finally:
+        driver.close()
+        box.close()
