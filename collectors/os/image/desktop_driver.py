@@ -689,8 +689,8 @@ class TreeWalk:
         if self.count >= self.max_nodes:
             self.truncated = True
             return
+        node = self.node(accessible)  # may stop the walk: then the node is not counted
         self.count += 1
-        node = self.node(accessible)
         siblings.append(node)
         count = self.call(accessible.get_child_count) or 0
         for index in range(count):
