@@ -298,6 +298,14 @@ def test_other_applications_and_the_launcher() -> None:
         keys = {key["name"] for key in find(galculator, "toggle button")}  # its keys
         assert {"7", "+", "="} <= keys, sorted(keys)
         assert reply["focused"]["app"] == "galculator"
+        # A hung application is skipped and named; the others are still observed.
+        assert box.exec(["pkill", "-STOP", "-x", "galculator"]).exit_code == 0
+        hung = driver.ok("observe")
+        assert hung["tree_error"] is not None and "galculator (pid " in hung["tree_error"]
+        assert "no answer within 1000 ms" in hung["tree_error"]
+        assert find(application(hung["tree"], "gnumeric"), "menu bar")
+        assert box.exec(["pkill", "-CONT", "-x", "galculator"]).exit_code == 0
+        assert driver.ok("observe")["tree_error"] is None
     finally:
         driver.close()
         box.close()

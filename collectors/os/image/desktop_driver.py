@@ -554,11 +554,16 @@ class Desktop:
                 app = desktop.get_child_at_index(index)
                 if app is None:
                     continue
-                name = app.get_name() or ""
                 try:
                     pid = app.get_process_id()
                 except self.GLib.Error:
                     pid = None
+                try:
+                    name = app.get_name() or ""
+                except self.GLib.Error:
+                    name = ""
+                if not name and pid is not None:
+                    name = process_name(pid)  # a hung application cannot tell its name
                 found.append((app, name, pid))
             except self.GLib.Error:
                 continue
@@ -637,6 +642,14 @@ class Desktop:
             "tree_digest": tree_digest(tree),
             "timing": {"tree_s": round(tree_s, 6), "screenshot_s": round(screenshot_s, 6)},
         }
+
+
+def process_name(pid: int) -> str:
+    """The command name of a process ("" when it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return ""
 
 
 def tree_digest(tree: dict[str, Any] | None) -> str:
