@@ -1,0 +1,80 @@
+"""The desktop (os) domain: a real X11 desktop with real applications, OSWorld-style.
+
+One image (``image/``, :mod:`~worldtrace.collectors.os.image_definition`) holds Xvfb, openbox,
+the AT-SPI bus, mousepad, gnumeric, pcmanfm, galculator, xterm, a launcher dock and the
+in-container driver; ``/opt/worldtrace/versions.json`` lists every part's version and goes
+into every transition's ``env``. An action is pyautogui code (:mod:`~worldtrace.collectors.os.
+actions`: ``pyautogui.click(640, 400)``, ``pyautogui.hotkey('ctrl', 's')``, ``WAIT``,
+``DONE``, ``FAIL``; parsed with ``ast``, nothing evaluated) run against the container's display
+(:mod:`~worldtrace.collectors.os.environment`). An observation is the desktop's accessibility
+tree linearized as OSWorld does (format ``a11y-linear``), the screenshot, and the focused
+window, window list and screen in ``meta`` (:mod:`~worldtrace.collectors.os.render`); the raw
+record keeps the whole tree. Policies: ``script`` (:mod:`~worldtrace.collectors.os.tasks`:
+editing, spreadsheet, file manager and calculator tasks checked in the container), ``explore``
+(:mod:`~worldtrace.collectors.os.explore`) and ``replay`` (re-executes given pyautogui code).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from worldtrace.collectors.base import Collector, Policy, Renderer, replay_policy, script_policy
+from worldtrace.collectors.os.actions import parse_action
+from worldtrace.collectors.os.environment import OsConfig, OsEnvironment
+from worldtrace.collectors.os.image_definition import IMAGE
+from worldtrace.collectors.os.render import OsRenderer
+from worldtrace.collectors.os.tasks import OsTask, load_tasks
+from worldtrace.collectors.requirements import Requirements
+from worldtrace.sandboxes.docker import require_image
+from worldtrace.schemas import Action
+
+
+def explore_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Policy[Any]:
+    """The ``explore`` policy: a seeded walk over the widgets of the current tree."""
+    from worldtrace.collectors.os.explore import OsExplorePolicy
+
+    return OsExplorePolicy(**params)
+
+
+class OsCollector(Collector[OsConfig, OsTask]):
+    """Registry entry of the desktop (os) domain."""
+
+    domain = "os"
+    environment_config = OsConfig
+    policies = {"script": script_policy, "explore": explore_policy, "replay": replay_policy}
+    # Moving the pointer, waiting and the episode's end words change nothing on purpose (a
+    # hover may show a tooltip, but that is not the action's aim); scrolling only moves the view.
+    read_only_actions = frozenset({"moveTo", "WAIT", "DONE", "FAIL", "scroll"})
+    requirements = Requirements(images=(IMAGE,))
+
+    def make_environment(self, config: OsConfig) -> OsEnvironment:
+        """Build the desktop environment."""
+        return OsEnvironment(config)
+
+    def renderer(self) -> Renderer:
+        """OSWorld's linearized tree, the screenshot, the windows and focus in meta."""
+        return OsRenderer()
+
+    def parse_action(self, action: str | dict[str, Any]) -> Action:
+        """Read a replayed action: pyautogui code, or ``{name, arguments, text}``.
+
+        Of an object only the text (its code) is read: the code is what is parsed and run.
+        """
+        if isinstance(action, dict):
+            text = action.get("text")
+            if not isinstance(text, str):
+                raise ValueError(f"a replayed os action needs its pyautogui code as text: {action}")
+            return parse_action(text)
+        return parse_action(action)
+
+    def task_library(self, environment: OsConfig | None = None) -> Sequence[OsTask]:
+        """The scripted tasks (their coordinates assume the default 1280x800 screen)."""
+        return load_tasks()
+
+    def preflight(self, config: OsConfig) -> None:
+        """Check that the configured image exists."""
+        require_image(config.image_tag)
+
+
+__all__ = ["OsCollector", "OsConfig", "OsEnvironment", "OsTask"]

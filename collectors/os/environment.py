@@ -1,0 +1,287 @@
+"""A real X11 desktop with real applications in a Docker sandbox, driven by pyautogui code.
+
+One fresh container per episode from ``worldtrace/os`` (network ``none``; the session's user
+writes only ``/tmp`` and ``/home/user``, which starts as the image's seeded home), so a new
+container is the reset. The host speaks to ``/opt/worldtrace/desktop_driver.py`` over one exec
+stream (one JSON line each way; the protocol is the driver's docstring):
+
+- reset: ``start`` with the screen size and the task's ``launch`` argv lists (the driver waits
+  for their windows), whose observation is the first one;
+- step: the action's calls (:mod:`~worldtrace.collectors.os.actions`, one per statement), each
+  an ``act`` request in order with the settle parameters; the step's observation is the last
+  reply. A statement the driver refuses or that fails stops the action there: the step's error
+  is the driver's error, and a refused call changed nothing (the driver checks before any
+  input). Code the parser refuses is sent nowhere: the error is the parser's, and the
+  observation is an ``observe`` of the unchanged desktop. ``DONE`` and ``FAIL`` end the episode.
+- a sandbox that stops answering during an action: the step is recorded with what a second
+  driver process (``--observe``) still sees and the episode ends (``truncated``); a container
+  removed from outside raises ``SandboxError`` (retried).
+
+Every observation carries ``max_rows`` (the renderer's row cap), ``unchanged`` (whether the
+tree is the one before the step: its digest did not change) and, for a step, ``calls`` with
+each statement's own error and timing.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydantic import Field
+
+from worldtrace.collectors.base import EnvironmentConfig, StepOutcome
+from worldtrace.collectors.driven import DriverEnvironment
+from worldtrace.collectors.os.actions import ActionSyntaxError, action_calls
+from worldtrace.collectors.os.image_definition import DRIVER, HOME, IMAGE_TAG, VERSIONS_JSON
+from worldtrace.collectors.os.render import DEFAULT_MAX_ROWS
+from worldtrace.collectors.os.tasks import OsTask, tree_has
+from worldtrace.sandboxes.docker import Limits, SandboxError
+from worldtrace.schemas import Action, EnvironmentRef
+from worldtrace.schemas.raw import RawObservation
+
+
+def default_limits() -> Limits:
+    """Limits that fit a desktop with a few GTK applications (about 300 MB in use)."""
+    return Limits(cpus=2, memory_mb=1536, pids=512, disk_mb=256)
+
+
+class OsConfig(EnvironmentConfig):
+    """Configuration of the desktop environment (every field has a default)."""
+
+    image: str | None = Field(default=None, description=f"sandbox image; default {IMAGE_TAG}")
+    limits: Limits = Field(default_factory=default_limits)
+    width: int = Field(default=1280, ge=640, le=3840, description="screen width in pixels")
+    height: int = Field(default=800, ge=480, le=2160, description="screen height in pixels")
+    quiet_s: float = Field(
+        default=0.3,
+        gt=0,
+        le=5,
+        description="the desktop is settled after this long without an AT-SPI event or a "
+        "screen change",
+    )
+    settle_cap_s: float = Field(
+        default=3.0, gt=0, le=60, description="longest wait for the desktop to settle"
+    )
+    max_nodes: int = Field(
+        default=5000, ge=10, description="nodes of the accessibility tree read per observation"
+    )
+    max_rows: int = Field(
+        default=DEFAULT_MAX_ROWS,
+        ge=10,
+        description="rows of the linearized tree an observation's text shows (the raw record "
+        "keeps the whole tree)",
+    )
+    start_timeout_s: float = Field(
+        default=90, gt=0, description="limit for the session and the launched windows to start"
+    )
+    call_timeout_s: float = Field(
+        default=30,
+        gt=0,
+        description="limit for one pyautogui call with its settling and observation (the step "
+        "timeout caps it too)",
+    )
+    check_timeout_s: float = Field(default=60, gt=0, description="limit for a task's check")
+
+    @property
+    def image_tag(self) -> str:
+        """The image episodes run in."""
+        return self.image or IMAGE_TAG
+
+
+class OsEnvironment(DriverEnvironment[OsConfig, OsTask]):
+    """The desktop, its applications and the seeded home in a fresh container per episode."""
+
+    domain = "os"
+    driver = DRIVER
+    state_field = "tree_digest"
+
+    def __init__(
+        self, config: OsConfig | None = None, labels: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(config or OsConfig(), labels)
+        self._versions: dict[str, Any] = {}
+
+    def reset(self, seed: int, task: OsTask | None) -> RawObservation:
+        """Start a fresh container and the desktop session with the task's applications.
+
+        The desktop does not depend on the seed.
+        """
+        self._start_sandbox(self.config.image_tag, self.config.limits, network="none")
+        self._open_driver()
+        launch = [list(argv) for argv in (task.launch if task else ())]
+        request = {
+            "op": "start",
+            "width": self.config.width,
+            "height": self.config.height,
+            "launch": launch,
+        }
+        reply = self._request(request, timeout_s=self.config.start_timeout_s)
+        self._versions = dict(reply.get("versions") or {})
+        observation = {**reply, "max_rows": self.config.max_rows, "unchanged": False}
+        self._last = observation
+        return observation
+
+    def step(self, action: Action, timeout_s: float) -> StepOutcome:
+        """Run the action's statements in order; return the desktop after the last one run."""
+        if self._driver is None:
+            raise SandboxError("the os environment has no episode; call reset() first")
+        started = time.monotonic()
+        try:
+            calls = action_calls(action)
+        except ActionSyntaxError as error:
+            return self._refused(str(error), started)
+        deadline = started + float(timeout_s)
+        reply: dict[str, Any] = {}
+        done: list[dict[str, Any]] = []
+        error: str | None = None
+        for index, call in enumerate(calls):
+            remaining = max(deadline - time.monotonic(), 1.0)
+            request = {
+                "op": "act",
+                "call": call,
+                "quiet_s": self.config.quiet_s,
+                "settle_cap_s": self.config.settle_cap_s,
+                "max_nodes": self.config.max_nodes,
+            }
+            try:
+                reply = self._request(request, timeout_s=min(remaining, self.config.call_timeout_s))
+            except SandboxError as lost:
+                if self._removed_from_outside():
+                    raise
+                return self._lost_outcome(lost, done, started)
+            if "driver_error" in reply:
+                reply["error"] = f"the desktop driver could not run it: {reply['driver_error']}"
+            done.append(
+                {"code_index": index, "error": reply.get("error"), "timing": reply.get("timing")}
+            )
+            if reply.get("error"):
+                where = f"statement {index + 1}: " if len(calls) > 1 else ""
+                error = where + str(reply["error"])
+                break
+        if "tree_digest" not in reply:
+            # A driver_error reply has no observation: look at the desktop as it is now.
+            reply = {**self._observe(), "error": reply.get("error")}
+        observation = self._observation(reply, done)
+        terminated = error is None and calls[-1]["function"] in ("DONE", "FAIL")
+        return self._outcome(observation, started, error=error, terminated=terminated)
+
+    def _observation(self, reply: dict[str, Any], calls: list[dict[str, Any]]) -> RawObservation:
+        previous = (self._last or {}).get("tree_digest")
+        return {
+            **reply,
+            "calls": calls,
+            "max_rows": self.config.max_rows,
+            "unchanged": reply.get("tree_digest") == previous,
+        }
+
+    def _observe(self) -> dict[str, Any]:
+        return self._request(
+            {"op": "observe", "max_nodes": self.config.max_nodes},
+            timeout_s=self.config.call_timeout_s,
+        )
+
+    def _refused(self, error: str, started: float) -> StepOutcome:
+        """Code the parser refused: nothing was sent; the desktop as it is, unchanged."""
+        try:
+            reply = self._observe()
+        except SandboxError as lost:
+            if self._removed_from_outside():
+                raise
+            return self._lost_outcome(lost, [], started)
+        observation = self._observation({**reply, "error": error}, [])
+        return self._outcome(observation, started, error=error)
+
+    def _lost_outcome(
+        self, error: SandboxError, calls: list[dict[str, Any]], started: float
+    ) -> StepOutcome:
+        """The sandbox stopped answering during an action: record why, and end the episode."""
+        skipped = self._abandon_driver()
+        reason = self.sandbox.lost_reason(error)
+        look = self._last_look()
+        last = self._last or {}
+        base: dict[str, Any] = (
+            dict(look)
+            if look is not None
+            else {
+                key: last.get(key)
+                for key in ("tree", "nodes", "truncated", "screen", "tree_digest")
+            }
+        )
+        if look is None:
+            base["tree_error"] = "the sandbox stopped answering; the tree is the one before"
+        reply = {
+            **base,
+            "error": reason,
+            "sandbox_lost": True,
+            "state_stale": look is None,
+            "skipped_replies": skipped,
+        }
+        observation = self._observation(reply, calls)
+        return self._outcome(observation, started, error=reason, truncated=True)
+
+    def _request(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """Send one request and return the reply (a driver error at start or observe raised)."""
+        if self._driver is None:
+            raise SandboxError("the os environment has no episode; call reset() first")
+        reply = self._driver.request(request, timeout_s)
+        if "driver_error" in reply and request["op"] in ("start", "observe"):
+            raise SandboxError(f"the desktop driver failed: {reply['driver_error']}")
+        return reply
+
+    def final_tree(self) -> dict[str, Any] | None:
+        """The accessibility tree now (None when it cannot be read: the sandbox was lost)."""
+        if self._driver is not None and not self._unusable:
+            try:
+                return self._observe().get("tree")
+            except SandboxError:
+                return None
+        last = self._last or {}
+        return None if last.get("state_stale") else last.get("tree")
+
+    def evaluate(self, task: OsTask | None) -> float | None:
+        """1.0 when the task's checks hold in the container now, else 0.0.
+
+        None without a task, or when the sandbox cannot be asked any more.
+        """
+        if task is None or self._sandbox is None:
+            return None
+        if task.check_tree is not None:
+            tree = self.final_tree()
+            if tree is None:
+                return None
+            if not tree_has(tree, *task.check_tree):
+                return 0.0
+        if task.check_command:
+            try:
+                result = self.sandbox.exec(
+                    ["sh", "-c", task.check_command],
+                    timeout=self.config.check_timeout_s,
+                    workdir=HOME,
+                    user="user",
+                )
+            except SandboxError:
+                return None
+            if result.exit_code != 0:
+                return 0.0
+        return 1.0
+
+    def describe(self) -> EnvironmentRef:
+        """Return the image id and the version of every part of the desktop (versions.json)."""
+        sandbox = self.sandbox
+        image_id = sandbox.image_id
+        versions = self._versions or sandbox.image_versions(["cat", VERSIONS_JSON])
+        components = {
+            **{str(key): str(value) for key, value in versions.items()},
+            "image": self.config.image_tag,
+            "image_digest": image_id,
+            "screen": f"{self.config.width}x{self.config.height}",
+        }
+        return EnvironmentRef(
+            name="os/desktop",
+            version=image_id,
+            components=components,
+            config_hash=self.config.config_hash(),
+        )
+
+
+__all__ = ["OsConfig", "OsEnvironment"]
