@@ -1,0 +1,98 @@
+"""The scripted desktop task library: its shape without Docker, and its checks for real.
+
+Every played task's check fails on a fresh reset and holds after its script, against the real
+applications of ``worldtrace/os``: a sample (one task per application) by default, all of it
+with ``WORLDTRACE_FULL_TASKS=1``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from worldtrace.collectors.os import OsCollector
+from worldtrace.collectors.os.actions import action_calls, click
+from worldtrace.collectors.os.environment import OsEnvironment
+from worldtrace.collectors.os.tasks import APPLICATIONS, OsTask, load_tasks, tree_has
+
+TASKS = load_tasks()
+LIBRARY = {task.name: task for task in TASKS}
+SAMPLE = (
+    "mousepad-delete-first-todo-item",
+    "gnumeric-total-row",
+    "pcmanfm-move-notes-to-desktop",
+    "galculator-add-buttons",
+)
+"""Tasks played by default: one per application (a formula saved and read back by ssconvert,
+a cut and paste between folders, on-screen buttons clicked)."""
+FULL = os.environ.get("WORLDTRACE_FULL_TASKS") == "1"
+
+
+def test_the_library_has_twenty_tasks_over_four_applications() -> None:
+    assert len(TASKS) >= 20
+    assert len(LIBRARY) == len(TASKS)
+    counts = Counter(task.application for task in TASKS)
+    assert set(counts) == set(APPLICATIONS) and all(n >= 4 for n in counts.values()), counts
+    assert len({task.instruction for task in TASKS}) == len(TASKS)
+    for task in TASKS:
+        assert task.name.startswith(f"{task.application}-")
+        assert task.launch and task.launch[0][0] == task.application
+        for step in task.steps:
+            assert action_calls(step)  # every step is allowed code
+    assert list(OsCollector().task_library()) == list(TASKS)
+    assert set(SAMPLE) <= set(LIBRARY)
+
+
+def test_a_task_needs_steps_a_check_and_a_known_application() -> None:
+    with pytest.raises(ValueError, match="unknown application 'vim'; it has no steps; it has no"):
+        OsTask(name="t", instruction="i", application="vim")
+    with pytest.raises(ValueError, match="an empty launch argv"):
+        OsTask(
+            name="t",
+            instruction="i",
+            application="mousepad",
+            steps=(click(1, 2),),
+            check_command="true",
+            launch=((),),
+        )
+    with pytest.raises(ValueError, match="unknown os application 'vim'"):
+        load_tasks("vim")
+
+
+def test_tree_has_matches_role_text_or_name_of_one_application() -> None:
+    def node(app: str, role: str, name: str, text: str | None) -> dict[str, Any]:
+        return {"app": app, "role": role, "name": name, "text": text, "children": []}
+
+    tree = {
+        "app": None,
+        "role": "desktop frame",
+        "name": "main",
+        "text": None,
+        "children": [node("galculator", "text", "", " 84 "), node("other", "text", "", "5")],
+    }
+    assert tree_has(tree, "galculator", "text", "84")
+    assert not tree_has(tree, "galculator", "text", "5")
+    assert not tree_has(tree, "galculator", "label", "84")
+    assert not tree_has(None, "galculator", "text", "84")
+
+
+def _tasks() -> list[Any]:
+    names = sorted(LIBRARY) if FULL else list(SAMPLE)
+    return [pytest.param(name, id=name) for name in names]
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("name", _tasks())
+def test_a_task_check_fails_before_its_script_and_holds_after_it(
+    name: str, os_env: OsEnvironment
+) -> None:
+    task = LIBRARY[name]
+    os_env.reset(0, task)
+    assert os_env.evaluate(task) == 0.0
+    for action in task.steps:
+        outcome = os_env.step(action, 60)
+        assert outcome.error is None, (action.text, outcome.error)
+    assert os_env.evaluate(task) == 1.0
