@@ -1,0 +1,139 @@
+"""`worldtrace collect os` end to end: the real desktop, then curate, publish, load with
+`datasets` and export, with the same commands as every other domain."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from datasets import load_dataset
+from typer.testing import CliRunner
+
+from worldtrace.collectors.os.tasks import load_tasks
+from worldtrace.collectors.recorder import read_episode
+from worldtrace.flows.cli import app
+from worldtrace.schemas import Transition, from_row
+
+pytestmark = pytest.mark.docker
+
+
+def invoke(*args: str) -> str:
+    """Run a worldtrace command in this process; fail the test with its output on an error."""
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def rows_of(run_dir: Path) -> list[Transition]:
+    """The run's transitions, each validated against the schema (raises on a bad row)."""
+    frame = pl.read_parquet(run_dir / "transitions" / "os" / "*.parquet")
+    return [from_row(Transition, row) for row in frame.to_dicts()]
+
+
+def test_collect_os_scripts_then_curate_publish_load_and_export(
+    tmp_path: Path, os_image: str
+) -> None:
+    invoke(
+        "collect", "os", "--episodes", "2", "--workers", "2",
+        "--out", str(tmp_path / "runs"), "--run-name", "os",
+    )  # fmt: skip
+    run_dir = tmp_path / "runs" / "os"
+    ends = [
+        next(event for event in read_episode(path) if event.type == "end")
+        for path in sorted((run_dir / "raw" / "episodes").glob("*.jsonl"))
+    ]
+    # Both scripted tasks were done: their checks hold against the files in the container.
+    assert [end.reward for end in ends] == [1.0, 1.0]
+    rows = rows_of(run_dir)
+    tasks = load_tasks()[:2]
+    assert {row.task for row in rows} == {task.instruction for task in tasks}
+    assert len(rows) == sum(len(task.steps) for task in tasks)
+    for row in rows:
+        assert row.observation.format == row.next_observation.format == "a11y-linear"
+        assert row.next_observation.text.startswith("tag\tname\ttext\tposition (top-left x&y)")
+        assert row.next_observation.screenshot and row.next_observation.screenshot[:4] == b"\x89PNG"
+        assert row.next_observation.meta["focused"]["app"] == "mousepad"
+        assert row.action.text.startswith("pyautogui.")
+        assert row.env.name == "os/desktop" and row.env.components["mousepad"]
+        assert row.action_error is None
+    saves = [row for row in rows if row.action.text == "pyautogui.hotkey('ctrl', 's')"]
+    assert len(saves) == 2
+
+    invoke("curate", str(run_dir), "--out", str(tmp_path / "corpus"))
+    invoke("publish", str(tmp_path / "corpus"), "--to", str(tmp_path / "dist"))
+    dataset = load_dataset(str(tmp_path / "dist"), "os", split="train")
+    assert 0 < dataset.num_rows <= len(rows)
+    assert set(dataset["domain"]) == {"os"}
+    assert dataset[0]["next_observation"]["screenshot"].size == (1280, 800)
+
+    invoke(
+        "export", str(tmp_path / "dist"), "--format", "agentworld", "--out", str(tmp_path / "aw")
+    )
+    agentworld = [json.loads(line) for line in (tmp_path / "aw" / "os_train.jsonl").open()]
+    assert len(agentworld) == dataset.num_rows
+    for row in agentworld:
+        assert row["task"] == "os" and isinstance(row["id"], int)
+        assert "pyautogui." in row["current_prompt"]
+        assert "tag\tname\ttext" in row["response"][-1] or row["turn_idx"] == 1
+
+
+def test_explore_walks_real_widgets_and_a_replay_records_real_states(
+    tmp_path: Path, os_image: str
+) -> None:
+    from worldtrace.flows.collect import run_collection
+    from worldtrace.flows.config import validate_config
+
+    invoke(
+        "collect", "os", "--policy", "explore", "--episodes", "1", "--max-steps", "12",
+        "--seed", "7", "--out", str(tmp_path), "--run-name", "explore",
+    )  # fmt: skip
+    walk = sorted(rows_of(tmp_path / "explore"), key=lambda r: r.step)
+    assert len(walk) == 12
+    # Only the step limit ends the walk: no action lost the sandbox.
+    assert [row.truncated for row in walk] == [False] * 11 + [True]
+    assert all(row.action_error is None or "sandbox" not in row.action_error for row in walk)
+    # From the bare desktop it opened an application from the launcher dock.
+    assert walk[0].action.name == "click"
+    apps = {row.next_observation.meta["focused"]["app"] for row in walk}
+    assert apps - {None, "launcher"}, apps
+
+    codes = [
+        "pyautogui.click(70, 23)",
+        "pyautogui.write('hello')",
+        "pyautogui.press('nosuchkey')",
+    ]
+    config = validate_config(
+        {
+            "domain": "os",
+            "episodes": 1,
+            "out": str(tmp_path),
+            "run_name": "replay",
+            "policy": {"kind": "replay", "params": {"actions": codes}},
+        }
+    )
+    run_collection(config)
+    rows = sorted(rows_of(tmp_path / "replay"), key=lambda row: row.step)
+    assert [row.action.text for row in rows] == codes
+    assert rows[0].next_observation.meta["focused"]["app"] == "mousepad"
+    assert "hello" in rows[1].next_observation.text
+    assert rows[2].action_error and "nosuchkey" in rows[2].action_error
+    assert rows[2].next_observation.text == rows[1].next_observation.text
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--env", "quiet_s=0"], "quiet_s"),
+        (["--env", "desktop=kde"], "desktop"),
+        (["--policy", "replay"], "replay policy takes `actions`"),
+    ],
+)
+def test_bad_configs_are_refused_before_anything_runs(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    result = CliRunner().invoke(app, ["collect", "os", *args, "--out", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.split())
+    assert not any(tmp_path.iterdir())
