@@ -1,7 +1,8 @@
 """Galculator tasks: compute with the keyboard or the on-screen buttons; the display is checked.
 
-Galculator drops a key typed again at once (``100`` reads ``10`` when pyautogui types without
-a pause), so typed input has a 0.1 s interval between keys. Galculator opens maximized right of
+Galculator drops a key typed again while its button still shows the last press (``100/4=``
+reads ``2.5`` with 0.1 s between keys, ``25`` with 0.3 s), so typed input has a 0.3 s interval
+between keys. Galculator opens maximized right of
 the launcher dock (x 140..1280, y 19..800); its buttons' centres at that size were read from
 its accessibility tree (``BUTTONS``).
 """
@@ -31,7 +32,7 @@ BUTTONS = {
 """Centres of galculator's buttons in its maximized window."""
 
 
-TYPING_INTERVAL_S = 0.1
+TYPING_INTERVAL_S = 0.3
 """Pause between typed keys (see the module docstring)."""
 
 
