@@ -24,7 +24,7 @@ from worldtrace.collectors.os.actions import parse_action
 from worldtrace.collectors.os.environment import OsConfig, OsEnvironment
 from worldtrace.collectors.os.image_definition import IMAGE
 from worldtrace.collectors.os.render import OsRenderer
-from worldtrace.collectors.os.tasks import OsTask, load_tasks
+from worldtrace.collectors.os.tasks import DEFAULT_SCREEN, OsTask, load_tasks, uses_pointer
 from worldtrace.collectors.requirements import Requirements
 from worldtrace.sandboxes.docker import require_image
 from worldtrace.schemas import Action
@@ -69,8 +69,14 @@ class OsCollector(Collector[OsConfig, OsTask]):
         return parse_action(action)
 
     def task_library(self, environment: OsConfig | None = None) -> Sequence[OsTask]:
-        """The scripted tasks (their coordinates assume the default 1280x800 screen)."""
-        return load_tasks()
+        """The scripted tasks; on a screen other than 1280x800 only those without coordinates.
+
+        Clicks in a script were read from the windows' geometry on the default screen.
+        """
+        tasks = load_tasks()
+        if environment is None or (environment.width, environment.height) == DEFAULT_SCREEN:
+            return tasks
+        return tuple(task for task in tasks if not uses_pointer(task))
 
     def preflight(self, config: OsConfig) -> None:
         """Check that the configured image exists."""

@@ -15,8 +15,8 @@ import pytest
 
 from worldtrace.collectors.os import OsCollector
 from worldtrace.collectors.os.actions import action_calls, click
-from worldtrace.collectors.os.environment import OsEnvironment
-from worldtrace.collectors.os.tasks import APPLICATIONS, OsTask, load_tasks, tree_has
+from worldtrace.collectors.os.environment import OsConfig, OsEnvironment
+from worldtrace.collectors.os.tasks import APPLICATIONS, OsTask, load_tasks, tree_has, uses_pointer
 
 TASKS = load_tasks()
 LIBRARY = {task.name: task for task in TASKS}
@@ -43,6 +43,15 @@ def test_the_library_has_twenty_tasks_over_four_applications() -> None:
         for step in task.steps:
             assert action_calls(step)  # every step is allowed code
     assert list(OsCollector().task_library()) == list(TASKS)
+    assert list(OsCollector().task_library(OsConfig())) == list(TASKS)
+
+
+def test_another_screen_size_keeps_only_the_tasks_without_coordinates() -> None:
+    kept = OsCollector().task_library(OsConfig(width=1920, height=1080))
+    assert kept and all(not uses_pointer(task) for task in kept)
+    assert {task.application for task in kept} == {"mousepad", "gnumeric", "galculator"}
+    assert uses_pointer(LIBRARY["pcmanfm-rename-todo"])
+    assert not uses_pointer(LIBRARY["mousepad-append-todo-item"])
     assert set(SAMPLE) <= set(LIBRARY)
 
 

@@ -24,11 +24,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from worldtrace.collectors.base import ScriptedTask
+from worldtrace.collectors.os.actions import action_calls
 
 APPLICATIONS = ("mousepad", "gnumeric", "pcmanfm", "galculator")
 """The applications with a task module, in library order."""
 
 HOME = "/home/user"
+DEFAULT_SCREEN = (1280, 800)
+"""The screen the scripts' coordinates were read on."""
+POINTER_FUNCTIONS = frozenset(
+    {"click", "doubleClick", "rightClick", "moveTo", "dragTo", "mouseDown", "mouseUp", "scroll"}
+)
 DOCUMENTS = f"{HOME}/Documents"
 
 
@@ -71,6 +77,13 @@ def tree_has(tree: Mapping[str, Any] | None, application: str, role: str, text: 
     return False
 
 
+def uses_pointer(task: OsTask) -> bool:
+    """Whether the task's script uses the pointer (coordinates of the default screen)."""
+    return any(
+        call["function"] in POINTER_FUNCTIONS for step in task.steps for call in action_calls(step)
+    )
+
+
 def load_tasks(application: str | None = None) -> tuple[OsTask, ...]:
     """The task library (of one application when given)."""
     names = APPLICATIONS if application is None else (application,)
@@ -84,4 +97,13 @@ def load_tasks(application: str | None = None) -> tuple[OsTask, ...]:
     return tuple(tasks)
 
 
-__all__ = ["APPLICATIONS", "DOCUMENTS", "HOME", "OsTask", "load_tasks", "tree_has"]
+__all__ = [
+    "APPLICATIONS",
+    "DEFAULT_SCREEN",
+    "DOCUMENTS",
+    "HOME",
+    "OsTask",
+    "load_tasks",
+    "tree_has",
+    "uses_pointer",
+]
