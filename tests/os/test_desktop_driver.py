@@ -12,6 +12,7 @@ import base64
 import hashlib
 import io
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -283,9 +284,12 @@ def test_other_applications_and_the_launcher() -> None:
         assert "budget.csv" in find(gnumeric, "frame")[0]["name"]
         pcmanfm = application(started["tree"], "pcmanfm")
         # pcmanfm's folder view (GTK 2) names no items in AT-SPI; its status bar counts the
-        # home's three visible folders (Desktop, Documents, Pictures).
+        # home's three visible folders (Desktop, Documents, Pictures); the hidden ones depend on
+        # what the session has written there by then (.cache, .dbus …).
         names = {node["name"] for node in nodes(pcmanfm)}
-        assert "3 items (6 hidden)" in names, sorted(names)
+        assert any(re.fullmatch(r"3 items \(\d+ hidden\)", str(name)) for name in names), sorted(
+            str(name) for name in names
+        )
         # Open the calculator from the launcher dock, by the button's place in the tree.
         button = find(application(started["tree"], "launcher"), "push button", "Calculator")[0]
         reply = driver.act("click", *centre(button))
