@@ -6,30 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import polars as pl
 import pytest
-from datasets import load_dataset
 from typer.testing import CliRunner
 
+from tests.collecting import curate_and_publish, episode_rewards, invoke, rows_of
 from worldtrace.collectors.mcp.tasks import load_tasks
-from worldtrace.collectors.recorder import read_episode
 from worldtrace.flows.cli import app
-from worldtrace.schemas import Transition, from_row
 
 pytestmark = pytest.mark.docker
-
-
-def invoke(*args: str) -> str:
-    """Run a worldtrace command in this process; fail the test with its output on an error."""
-    result = CliRunner().invoke(app, list(args))
-    assert result.exit_code == 0, result.output
-    return result.output
-
-
-def rows_of(run_dir: Path) -> list[Transition]:
-    """The run's transitions, each validated against the schema (raises on a bad row)."""
-    frame = pl.read_parquet(run_dir / "transitions" / "mcp" / "*.parquet")
-    return [from_row(Transition, row) for row in frame.to_dicts()]
 
 
 def test_collect_mcp_scripts_then_curate_publish_load_and_export(
@@ -40,13 +24,9 @@ def test_collect_mcp_scripts_then_curate_publish_load_and_export(
         "--out", str(tmp_path / "runs"), "--run-name", "mcp",
     )  # fmt: skip
     run_dir = tmp_path / "runs" / "mcp"
-    ends = [
-        next(event for event in read_episode(path) if event.type == "end")
-        for path in sorted((run_dir / "raw" / "episodes").glob("*.jsonl"))
-    ]
     # Both scripted tasks were done: their checks hold against the real memory file.
-    assert [end.reward for end in ends] == [1.0, 1.0]
-    rows = rows_of(run_dir)
+    assert episode_rewards(run_dir) == [1.0, 1.0]
+    rows = rows_of(run_dir, "mcp")
     assert {row.task for row in rows} == {t.instruction for t in load_tasks("memory")[:2]}
     tools: dict[str, list[str]] = {}
     for row in rows:
@@ -64,9 +44,7 @@ def test_collect_mcp_scripts_then_curate_publish_load_and_export(
     changed = [r for r in rows if r.next_observation.meta["state_diff"]["changed"]]
     assert changed and all(r.action.name not in {"read_graph", "search_nodes"} for r in changed)
 
-    invoke("curate", str(run_dir), "--out", str(tmp_path / "corpus"))
-    invoke("publish", str(tmp_path / "corpus"), "--to", str(tmp_path / "dist"))
-    dataset = load_dataset(str(tmp_path / "dist"), "mcp", split="train")
+    dataset = curate_and_publish(run_dir, tmp_path, "mcp")
     assert 0 < dataset.num_rows <= len(rows)
     assert set(dataset["domain"]) == {"mcp"}
 
@@ -100,7 +78,7 @@ def test_explore_from_defaults_is_reproducible_from_its_seed(
             "collect", "mcp", "--policy", "explore", "--episodes", "1", "--max-steps", "12",
             "--seed", "7", "--out", str(tmp_path), "--run-name", name,
         )  # fmt: skip
-    first, second = (rows_of(tmp_path / name) for name in ("first", "second"))
+    first, second = (rows_of(tmp_path / name, "mcp") for name in ("first", "second"))
     assert len(first) == 12
     assert [r.action.text for r in first] == [r.action.text for r in second]
     # The default server is the filesystem one; the walk chains into its world.
@@ -127,7 +105,7 @@ def test_a_replay_records_the_real_results_of_given_calls(tmp_path: Path, mcp_im
         }
     )
     run_collection(config)
-    rows = sorted(rows_of(tmp_path / "replay"), key=lambda row: row.step)
+    rows = sorted(rows_of(tmp_path / "replay", "mcp"), key=lambda row: row.step)
     assert [row.action.name for row in rows] == ["get_current_time", "convert_time"]
     assert '"timezone": "Asia/Tokyo"' in rows[0].next_observation.text
     # The invalid call went to the server, whose own error is the recorded answer.

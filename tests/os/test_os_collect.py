@@ -6,30 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import polars as pl
 import pytest
-from datasets import load_dataset
 from typer.testing import CliRunner
 
+from tests.collecting import curate_and_publish, episode_rewards, invoke, rows_of
 from worldtrace.collectors.os.tasks import load_tasks
-from worldtrace.collectors.recorder import read_episode
 from worldtrace.flows.cli import app
-from worldtrace.schemas import Transition, from_row
 
 pytestmark = pytest.mark.docker
-
-
-def invoke(*args: str) -> str:
-    """Run a worldtrace command in this process; fail the test with its output on an error."""
-    result = CliRunner().invoke(app, list(args))
-    assert result.exit_code == 0, result.output
-    return result.output
-
-
-def rows_of(run_dir: Path) -> list[Transition]:
-    """The run's transitions, each validated against the schema (raises on a bad row)."""
-    frame = pl.read_parquet(run_dir / "transitions" / "os" / "*.parquet")
-    return [from_row(Transition, row) for row in frame.to_dicts()]
 
 
 def test_collect_os_scripts_then_curate_publish_load_and_export(
@@ -40,13 +24,9 @@ def test_collect_os_scripts_then_curate_publish_load_and_export(
         "--out", str(tmp_path / "runs"), "--run-name", "os",
     )  # fmt: skip
     run_dir = tmp_path / "runs" / "os"
-    ends = [
-        next(event for event in read_episode(path) if event.type == "end")
-        for path in sorted((run_dir / "raw" / "episodes").glob("*.jsonl"))
-    ]
     # Both scripted tasks were done: their checks hold against the files in the container.
-    assert [end.reward for end in ends] == [1.0, 1.0]
-    rows = rows_of(run_dir)
+    assert episode_rewards(run_dir) == [1.0, 1.0]
+    rows = rows_of(run_dir, "os")
     tasks = load_tasks()[:2]
     assert {row.task for row in rows} == {task.instruction for task in tasks}
     assert len(rows) == sum(len(task.steps) for task in tasks)
@@ -61,9 +41,7 @@ def test_collect_os_scripts_then_curate_publish_load_and_export(
     saves = [row for row in rows if row.action.text == "pyautogui.hotkey('ctrl', 's')"]
     assert len(saves) == 2
 
-    invoke("curate", str(run_dir), "--out", str(tmp_path / "corpus"))
-    invoke("publish", str(tmp_path / "corpus"), "--to", str(tmp_path / "dist"))
-    dataset = load_dataset(str(tmp_path / "dist"), "os", split="train")
+    dataset = curate_and_publish(run_dir, tmp_path, "os")
     assert 0 < dataset.num_rows <= len(rows)
     assert set(dataset["domain"]) == {"os"}
     assert dataset[0]["next_observation"]["screenshot"].size == (1280, 800)
@@ -89,7 +67,7 @@ def test_explore_walks_real_widgets_and_a_replay_records_real_states(
         "collect", "os", "--policy", "explore", "--episodes", "1", "--max-steps", "12",
         "--seed", "7", "--out", str(tmp_path), "--run-name", "explore",
     )  # fmt: skip
-    walk = sorted(rows_of(tmp_path / "explore"), key=lambda r: r.step)
+    walk = sorted(rows_of(tmp_path / "explore", "os"), key=lambda r: r.step)
     assert len(walk) == 12
     # Only the step limit ends the walk: no action lost the sandbox.
     assert [row.truncated for row in walk] == [False] * 11 + [True]
@@ -114,7 +92,7 @@ def test_explore_walks_real_widgets_and_a_replay_records_real_states(
         }
     )
     run_collection(config)
-    rows = sorted(rows_of(tmp_path / "replay"), key=lambda row: row.step)
+    rows = sorted(rows_of(tmp_path / "replay", "os"), key=lambda row: row.step)
     assert [row.action.text for row in rows] == codes
     assert rows[0].next_observation.meta["focused"]["app"] == "mousepad"
     assert "hello" in rows[1].next_observation.text

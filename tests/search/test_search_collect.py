@@ -6,30 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import polars as pl
 import pytest
-from datasets import load_dataset
 from typer.testing import CliRunner
 
-from worldtrace.collectors.recorder import read_episode
+from tests.collecting import curate_and_publish, episode_rewards, invoke, rows_of
 from worldtrace.collectors.search.tasks import load_tasks
 from worldtrace.flows.cli import app
-from worldtrace.schemas import Transition, from_row
 
 pytestmark = pytest.mark.docker
-
-
-def invoke(*args: str) -> str:
-    """Run a worldtrace command in this process; fail the test with its output on an error."""
-    result = CliRunner().invoke(app, list(args))
-    assert result.exit_code == 0, result.output
-    return result.output
-
-
-def rows_of(run_dir: Path) -> list[Transition]:
-    """The run's transitions, each validated against the schema (raises on a bad row)."""
-    frame = pl.read_parquet(run_dir / "transitions" / "search" / "*.parquet")
-    return [from_row(Transition, row) for row in frame.to_dicts()]
 
 
 def test_collect_search_scripts_then_curate_publish_load_and_export(
@@ -40,13 +24,9 @@ def test_collect_search_scripts_then_curate_publish_load_and_export(
         "--out", str(tmp_path / "runs"), "--run-name", "search",
     )  # fmt: skip
     run_dir = tmp_path / "runs" / "search"
-    ends = [
-        next(event for event in read_episode(path) if event.type == "end")
-        for path in sorted((run_dir / "raw" / "episodes").glob("*.jsonl"))
-    ]
     # Every scripted question was answered: its check holds against the real final memory.
-    assert [end.reward for end in ends] == [1.0, 1.0, 1.0]
-    rows = rows_of(run_dir)
+    assert episode_rewards(run_dir) == [1.0, 1.0, 1.0]
+    rows = rows_of(run_dir, "search")
     assert {row.task for row in rows} == {t.instruction for t in load_tasks()[:3]}
     formats = {row.action.name: row.next_observation.format for row in rows}
     assert formats == {
@@ -74,9 +54,7 @@ def test_collect_search_scripts_then_curate_publish_load_and_export(
     changed = [r for r in rows if r.next_observation.meta["state_diff"]["changed"]]
     assert changed and all(r.action.name == "dict_memory" for r in changed)
 
-    invoke("curate", str(run_dir), "--out", str(tmp_path / "corpus"))
-    invoke("publish", str(tmp_path / "corpus"), "--to", str(tmp_path / "dist"))
-    dataset = load_dataset(str(tmp_path / "dist"), "search", split="train")
+    dataset = curate_and_publish(run_dir, tmp_path, "search")
     assert 0 < dataset.num_rows <= len(rows)
     assert set(dataset["domain"]) == {"search"}
 
@@ -114,7 +92,7 @@ def test_explore_is_reproducible_from_its_seed_and_a_replay_records_real_answers
             "--seed", "7", "--out", str(tmp_path), "--run-name", name,
         )  # fmt: skip
     first, second = (
-        sorted(rows_of(tmp_path / n), key=lambda r: r.step) for n in ("first", "second")
+        sorted(rows_of(tmp_path / n, "search"), key=lambda r: r.step) for n in ("first", "second")
     )
     assert len(first) == 15
     assert [r.action.text for r in first] == [r.action.text for r in second]
@@ -134,7 +112,7 @@ def test_explore_is_reproducible_from_its_seed_and_a_replay_records_real_answers
         }
     )
     run_collection(config)
-    rows = sorted(rows_of(tmp_path / "replay"), key=lambda row: row.step)
+    rows = sorted(rows_of(tmp_path / "replay", "search"), key=lambda row: row.step)
     assert [row.action.name for row in rows] == ["web_search", "dict_memory"]
     assert rows[0].next_observation.text.count("\nTitle: ") == 2
     assert rows[1].action_error == "no key 'missing' in memory"

@@ -6,25 +6,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import polars as pl
 import pytest
-from datasets import load_dataset
 from typer.testing import CliRunner
 
+from tests.collecting import curate_and_publish, episode_rewards, invoke, rows_of
 from worldtrace.collectors.recorder import read_episode
 from worldtrace.collectors.swe.tasks import load_tasks
 from worldtrace.collectors.swe.tools import TOOLS
 from worldtrace.flows.cli import app
-from worldtrace.schemas import Transition, from_row
 
 pytestmark = pytest.mark.docker
-
-
-def invoke(*args: str) -> str:
-    """Run a worldtrace command in this process; fail the test with its output on an error."""
-    result = CliRunner().invoke(app, list(args))
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 def test_collect_swe_from_defaults_then_curate_publish_load_and_export(
@@ -36,15 +27,10 @@ def test_collect_swe_from_defaults_then_curate_publish_load_and_export(
         "--out", str(tmp_path / "runs"), "--run-name", "swe",
     )  # fmt: skip
     run_dir = tmp_path / "runs" / "swe"
-    ends = [
-        next(event for event in read_episode(path) if event.type == "end")
-        for path in sorted((run_dir / "raw" / "episodes").glob("*.jsonl"))
-    ]
     # The oracle fixed both synthesized bugs: their failing tests pass after the episode.
-    assert [end.reward for end in ends] == [1.0, 1.0]
+    assert episode_rewards(run_dir) == [1.0, 1.0]
 
-    frame = pl.read_parquet(run_dir / "transitions" / "swe" / "*.parquet")
-    rows = [from_row(Transition, row) for row in frame.to_dicts()]  # raises on a bad row
+    rows = rows_of(run_dir, "swe")  # raises on a bad row
     # Scripted episodes cycle the repository's task library from its first task.
     assert {row.task for row in rows} == {t.instruction for t in load_tasks("toolz")[:2]}
     for row in rows:
@@ -63,9 +49,7 @@ def test_collect_swe_from_defaults_then_curate_publish_load_and_export(
     fixes = [r for r in rows if r.action.name == "str_replace" and r.action_error is None]
     assert fixes and all(" M " in f" {r.next_observation.meta['git_status']}" for r in fixes)
 
-    invoke("curate", str(run_dir), "--out", str(tmp_path / "corpus"))
-    invoke("publish", str(tmp_path / "corpus"), "--to", str(tmp_path / "dist"))
-    dataset = load_dataset(str(tmp_path / "dist"), "swe", split="train")
+    dataset = curate_and_publish(run_dir, tmp_path, "swe")
     assert 0 < dataset.num_rows <= len(rows)
     assert set(dataset["domain"]) == {"swe"}
 
