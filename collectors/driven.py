@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from worldtrace.collectors.base import ConfigT, Environment, StepOutcome, TaskT
 from worldtrace.sandboxes.channel import DriverChannel, last_look
@@ -31,6 +31,8 @@ class DriverEnvironment(Environment[ConfigT, TaskT]):
     """The driver's command line; with ``--observe`` it prints one observation and exits."""
     state_field: ClassVar[str]
     """A field every real observation of the domain has (how a last look is told apart)."""
+    driver_error_field: ClassVar[str] = "driver_error"
+    """The reply field in which the driver says it could not serve a request."""
 
     def __init__(self, config: ConfigT, labels: dict[str, str] | None = None) -> None:
         self.config = config
@@ -62,6 +64,22 @@ class DriverEnvironment(Environment[ConfigT, TaskT]):
             self.sandbox.open_stream(list(self.driver)), f"{self.domain} driver"
         )
         return self._driver
+
+    def _request(
+        self, request: dict[str, Any], timeout_s: float, raise_driver_error: bool = True
+    ) -> dict[str, Any]:
+        """Send one request; return the driver's reply to it, with ``skipped_replies`` added.
+
+        A reply saying the driver could not serve the request raises :class:`SandboxError`,
+        unless ``raise_driver_error`` is false (the caller records it as the step's answer).
+        """
+        if self._driver is None:
+            raise SandboxError(f"the {self.domain} environment has no episode; call reset() first")
+        reply = self._driver.request(request, timeout_s)
+        if raise_driver_error and self.driver_error_field in reply:
+            raise SandboxError(f"the {self._driver.name} failed: {reply[self.driver_error_field]}")
+        reply["skipped_replies"] = self._driver.skipped
+        return reply
 
     def _removed_from_outside(self) -> bool:
         """Whether the sandbox went away before its clock ran out (no action can do that).

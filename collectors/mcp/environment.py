@@ -272,16 +272,6 @@ class McpEnvironment(DriverEnvironment[McpConfig, Any]):
         observation = self._call_observation(action, problems, timeout, reply)
         return self._outcome(observation, started, error=reason, truncated=True)
 
-    def _request(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        """Send one request and return the driver's reply to it (its error raised)."""
-        if self._driver is None:
-            raise SandboxError("the mcp environment has no episode; call reset() first")
-        reply = self._driver.request(request, timeout_s)
-        if "driver_error" in reply:
-            raise SandboxError(f"the mcp driver failed: {reply['driver_error']}")
-        reply["skipped_replies"] = self._driver.skipped
-        return reply
-
     def evaluate(self, task: Any | None) -> float | None:
         """Run the task's check against the real state: 1.0 if it holds, else 0.0.
 

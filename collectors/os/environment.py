@@ -144,7 +144,11 @@ class OsEnvironment(DriverEnvironment[OsConfig, OsTask]):
                 "max_nodes": self.config.max_nodes,
             }
             try:
-                reply = self._request(request, timeout_s=min(remaining, self.config.call_timeout_s))
+                reply = self._request(
+                    request,
+                    timeout_s=min(remaining, self.config.call_timeout_s),
+                    raise_driver_error=False,
+                )
             except SandboxError as lost:
                 if self._removed_from_outside():
                     raise
@@ -218,15 +222,6 @@ class OsEnvironment(DriverEnvironment[OsConfig, OsTask]):
         }
         observation = self._observation(reply, calls)
         return self._outcome(observation, started, error=reason, truncated=True)
-
-    def _request(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        """Send one request and return the reply (a driver error at start or observe raised)."""
-        if self._driver is None:
-            raise SandboxError("the os environment has no episode; call reset() first")
-        reply = self._driver.request(request, timeout_s)
-        if "driver_error" in reply and request["op"] in ("start", "observe"):
-            raise SandboxError(f"the desktop driver failed: {reply['driver_error']}")
-        return reply
 
     def final_tree(self) -> dict[str, Any] | None:
         """The accessibility tree now (None when it cannot be read: the sandbox was lost)."""

@@ -149,7 +149,11 @@ class SearchEnvironment(DriverEnvironment[SearchConfig, SearchTask]):
             request = {"op": "observe"}
         timeout = min(float(timeout_s), self.config.call_timeout_s)
         try:
-            reply = self._request(request, timeout_s=timeout)
+            # A tool's request answered with a driver error is the call's answer; an observe
+            # the driver cannot serve is a broken sandbox.
+            reply = self._request(
+                request, timeout_s=timeout, raise_driver_error=request["op"] == "observe"
+            )
         except SandboxError as error:
             if self._removed_from_outside():
                 raise
@@ -198,16 +202,6 @@ class SearchEnvironment(DriverEnvironment[SearchConfig, SearchTask]):
             reply["memory_digest"] = (self._last or {}).get("memory_digest")
         observation = self._call_observation(action, problems, reply)
         return self._outcome(observation, started, error=reason, truncated=True)
-
-    def _request(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        """Send one request and return the driver's reply (a driver error at start raised)."""
-        if self._driver is None:
-            raise SandboxError("the search environment has no episode; call reset() first")
-        reply = self._driver.request(request, timeout_s)
-        if "driver_error" in reply and request["op"] in ("start", "observe"):
-            raise SandboxError(f"the search driver failed: {reply['driver_error']}")
-        reply["skipped_replies"] = self._driver.skipped
-        return reply
 
     def final_memory(self) -> dict[str, Any] | None:
         """The episode's memory now (None when it cannot be known: the sandbox was lost)."""

@@ -238,18 +238,6 @@ class SweEnvironment(DriverEnvironment[SweConfig, Any]):
         observation["output_limit_chars"] = self.config.output_limit_chars
         return observation
 
-    def _request(
-        self, request: dict[str, Any], timeout_s: float, raise_driver_error: bool = True
-    ) -> dict[str, Any]:
-        """Send one request and return the driver's reply to it, skipping any other line."""
-        if self._driver is None:
-            raise SandboxError("the swe environment has no episode; call reset() first")
-        reply = self._driver.request(request, timeout_s)
-        if "driver_error" in reply and raise_driver_error:
-            raise SandboxError(f"the swe driver failed: {reply['driver_error']}")
-        reply["skipped_replies"] = self._driver.skipped
-        return reply
-
     def evaluate(self, task: Any | None) -> float | None:
         """Run the task's failing and must-pass tests as the user: 1.0 if all pass, else 0.0.
 

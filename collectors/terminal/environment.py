@@ -96,6 +96,7 @@ class TerminalEnvironment(DriverEnvironment[TerminalConfig, TerminalTask]):
     domain = "terminal"
     driver = DRIVER
     state_field = "screen"
+    driver_error_field = "error"
 
     def __init__(self, config: TerminalConfig | None = None, labels: dict[str, str] | None = None):
         super().__init__(config or TerminalConfig(), labels)
@@ -192,16 +193,6 @@ class TerminalEnvironment(DriverEnvironment[TerminalConfig, TerminalTask]):
     def _lost_reason(self, error: SandboxError) -> str:
         """Why the step lost its sandbox, as the step's error says it."""
         return self.sandbox.lost_reason(error)
-
-    def _request(self, request: dict[str, Any], timeout_s: float) -> RawObservation:
-        """Send one request and return the driver's reply to it, skipping any other line."""
-        if self._driver is None:
-            raise SandboxError("the terminal environment has no episode; call reset() first")
-        reply = self._driver.request(request, timeout_s)
-        if "error" in reply:
-            raise SandboxError(f"the tmux driver failed: {reply['error']}")
-        reply["skipped_replies"] = self._driver.skipped
-        return reply
 
     def evaluate(self, task: TerminalTask | None) -> float | None:
         """Run the task's check as the user: 1.0 if it exits 0, else 0.0.
