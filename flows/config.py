@@ -38,7 +38,7 @@ from pydantic import (
 from worldtrace.collectors.recorder import RunRecorder
 from worldtrace.collectors.registry import get_collector
 from worldtrace.schemas.errors import ConfigError, InputError, validation_problems
-from worldtrace.schemas.storage import RemoteFolder, is_remote, join
+from worldtrace.schemas.storage import RemoteFolder, is_remote, join, local_path
 
 
 class PolicyConfig(BaseModel):
@@ -153,7 +153,7 @@ class CollectConfig(BaseModel):
         """Where this run is recorded on this machine (a remote run's staged copy)."""
         if is_remote(self.out):
             return RemoteFolder(self.run_location).local
-        return Path(self.run_location)
+        return local_path(self.run_location)
 
 
 def config_digest(identity: dict[str, Any]) -> str:

@@ -89,3 +89,11 @@ def test_missing_image_stops_before_any_episode(tmp_path) -> None:
     assert "worldtrace/does-not-exist:1" in result.output
     assert "worldtrace sandboxes build" in result.output
     assert not list(tmp_path.glob("terminal-*/raw/episodes/*"))
+
+
+def test_a_file_url_out_records_in_that_local_folder(tmp_path) -> None:
+    config = validate_config(
+        {"domain": "terminal", "episodes": 1, "out": f"file://{tmp_path}", "run_name": "r"}
+    )
+    assert config.run_location == f"file://{tmp_path}/r"
+    assert config.run_dir == tmp_path / "r"
