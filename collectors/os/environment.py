@@ -13,6 +13,10 @@ stream (one JSON line each way; the protocol is the driver's docstring):
   is the driver's error, and a refused call changed nothing (the driver checks before any
   input). Code the parser refuses is sent nowhere: the error is the parser's, and the
   observation is an ``observe`` of the unchanged desktop. ``DONE`` and ``FAIL`` end the episode.
+- a step whose observation has no tree (the driver found the AT-SPI bus lost: the running
+  applications cannot register again) is recorded and ends the episode (``truncated``, the
+  tree error as the step's error); an application that crashed or hung is not an end: the
+  next tree lacks it (``exited`` names it) or names it in ``tree_error``;
 - a sandbox that stops answering during an action: the step is recorded with what a second
   driver process (``--observe``) still sees and the episode ends (``truncated``); a container
   removed from outside raises ``SandboxError`` (retried).
@@ -114,6 +118,7 @@ class OsEnvironment(DriverEnvironment[OsConfig, OsTask]):
             "width": self.config.width,
             "height": self.config.height,
             "launch": launch,
+            "max_nodes": self.config.max_nodes,
         }
         reply = self._request(request, timeout_s=self.config.start_timeout_s)
         self._versions = dict(reply.get("versions") or {})
@@ -177,6 +182,19 @@ class OsEnvironment(DriverEnvironment[OsConfig, OsTask]):
             "max_rows": self.config.max_rows,
             "unchanged": reply.get("tree_digest") == previous,
         }
+
+    def _outcome(
+        self,
+        observation: RawObservation,
+        started: float,
+        error: str | None,
+        truncated: bool = False,
+        terminated: bool = False,
+    ) -> StepOutcome:
+        if observation.get("tree") is None and not (truncated or terminated):
+            error = error or str(observation.get("tree_error") or "no accessibility tree")
+            truncated = True
+        return super()._outcome(observation, started, error, truncated, terminated)
 
     def _observe(self) -> dict[str, Any]:
         return self._request(

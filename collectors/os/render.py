@@ -91,7 +91,16 @@ KEPT_TAGS = frozenset(
 )
 """OSWorld's tags kept whatever their suffix (its list, Windows names included)."""
 
-META_FIELDS = ("focused", "windows", "screen", "nodes", "truncated", "tree_error", "timing")
+META_FIELDS = (
+    "focused",
+    "windows",
+    "exited",
+    "screen",
+    "nodes",
+    "truncated",
+    "tree_error",
+    "timing",
+)
 
 
 def tag_of(node: Mapping[str, Any]) -> str:

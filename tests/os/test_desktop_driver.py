@@ -220,19 +220,40 @@ def test_click_on_a_menu_opens_it(editor: tuple[Driver, dict[str, Any]]) -> None
     assert "showing" not in find(file_menu, "menu item", "Save")[0]["states"]
 
 
+def last_look(sandbox: DockerSandbox) -> dict[str, Any]:
+    """The observation of a second driver process (``--observe``)."""
+    looked = sandbox.exec([*DRIVER, "--observe"], timeout=30)
+    assert looked.exit_code == 0, looked.stderr.decode(errors="replace")[-2000:]
+    last = json.loads(looked.text.strip())
+    assert last["tree_digest"] == digest(last["tree"])
+    return last
+
+
 def test_last_look_from_a_second_process(
     sandbox: DockerSandbox, editor: tuple[Driver, dict[str, Any]]
 ) -> None:
     driver, _ = editor
     seen = driver.ok("observe")
-    looked = sandbox.exec([*DRIVER, "--observe"], timeout=30)
-    assert looked.exit_code == 0, looked.stderr.decode(errors="replace")[-2000:]
-    last = json.loads(looked.text.strip())
-    assert last["tree_digest"] == digest(last["tree"])
+    last = last_look(sandbox)
     assert [app["name"] for app in last["tree"]["children"]] == [
         app["name"] for app in seen["tree"]["children"]
     ]
     assert last["focused"] == seen["focused"]
+    assert last["exited"] == []
+
+
+def test_the_cached_tree_is_the_tree_a_fresh_process_reads(
+    sandbox: DockerSandbox, editor: tuple[Driver, dict[str, Any]]
+) -> None:
+    """The driver walks with libatspi's cache (kept by events); the last look asks for all."""
+    driver, _ = editor
+    file_menu = find(application(driver.ok("observe")["tree"], "mousepad"), "menu", "File")[0]
+    opened = driver.act("click", *centre(file_menu))
+    assert "showing" in find(opened["tree"], "menu item", "Save")[0]["states"]
+    assert last_look(sandbox)["tree_digest"] == opened["tree_digest"]
+    closed = driver.act("press", "escape")
+    assert closed["tree_digest"] != opened["tree_digest"]
+    assert last_look(sandbox)["tree_digest"] == closed["tree_digest"]
 
 
 def test_requests_it_cannot_serve_are_driver_errors(

@@ -14,7 +14,8 @@ An *observation* (the reply to start, act and observe) is:
    "screenshot_png": base64 str | null, "screen": {"width", "height"},
    "focused": {"app": str | null, "window": str | null},
    "windows": [{"app", "title", "x", "y", "width", "height", "active": bool}],
-   "tree_digest": sha256 hex, "timing": {"tree_s", "screenshot_s", ...}}
+   "exited": [{"app", "pid"}], "tree_digest": sha256 hex, "timing": {"tree_s", "screenshot_s",
+   ...}}
 A node is {"role", "name", "text", "description", "states", "attributes", "x", "y", "width",
 "height", "app", "children"}: "role" the AT-SPI role name ("push button", "text", "table
 cell", ...), "name" and "description" strings, "text" the Text interface's content (its first
@@ -29,7 +30,12 @@ Nodes are visited depth first; past ``max_nodes`` nodes (the root included) no n
 visited and "truncated" is true; "nodes" counts the nodes in "tree". An application whose
 walk takes longer than APP_TIME_LIMIT_S = 5 s keeps the nodes visited so far; one that does
 not answer a call within CALL_TIMEOUT_MS = 1000 ms keeps the nodes visited before it; both are
-named in "tree_error" ("<app> (pid N): <why>", joined by "; "), which is null otherwise.
+named in "tree_error" ("<app> (pid N): <why>", joined by "; "), which is null otherwise. The
+tree is null, with "tree_error" starting "the accessibility tree is unavailable", when the
+registry cannot be read or holds no application at all (the launcher dock always registers, so
+an empty registry means the AT-SPI bus was lost: the applications stay on the dead one).
+"exited" names the applications of this driver's previous observation whose process has ended
+since (crashed, killed or closed), in pid order; [] in the first observation.
 "tree_digest" is the sha256 of ``json.dumps(tree, sort_keys=True, separators=(",", ":"),
 ensure_ascii=False)`` encoded as UTF-8 (the tree null: of "null"). The screenshot is the whole
 virtual screen as PNG. "windows" are the window manager's managed windows
@@ -40,7 +46,8 @@ coordinates; "active" whether it is _NET_ACTIVE_WINDOW. "focused" is the active 
 and title (null when no window is active).
 
 Requests and replies:
-  {"id", "op": "start", "width" (default 1280), "height" (default 800), "launch": [[argv]...]}
+  {"id", "op": "start", "width" (default 1280), "height" (default 800), "launch": [[argv]...],
+   "max_nodes" (default 5000, for the first observation)}
       -> observation + "start_s" + "versions" (/opt/worldtrace/versions.json).
       Starts, as ``user``: Xvfb :0 (width x height x 24), a D-Bus session bus, the AT-SPI bus
       (at-spi-bus-launcher), openbox (config/openbox-rc.xml: normal windows open maximized)
@@ -379,6 +386,10 @@ def wait_readable(fd: int, deadline: float) -> bool:
 # --- observing ------------------------------------------------------------------------------------
 
 
+class TreeUnavailable(Exception):
+    """The AT-SPI registry answers but the tree cannot be had (why is the message)."""
+
+
 class AppStopped(Exception):
     """The application being walked did not answer, or used up its time."""
 
@@ -391,11 +402,11 @@ class Desktop:
         os.environ["DISPLAY"] = DISPLAY
         os.environ["DBUS_SESSION_BUS_ADDRESS"] = bus_address
         import pyatspi  # noqa: F401 (initializes libatspi)
-        from gi.repository import Atspi, GLib
+        from gi.repository import Atspi, Gio, GLib
         from Xlib import X, Xatom, display
         from Xlib.ext import damage
 
-        self.Atspi, self.GLib, self.X, self.Xatom = Atspi, GLib, X, Xatom
+        self.Atspi, self.Gio, self.GLib, self.X, self.Xatom = Atspi, Gio, GLib, X, Xatom
         Atspi.set_timeout(CALL_TIMEOUT_MS, STARTUP_TIMEOUT_MS)
         self.context = GLib.MainContext.default()
         self.xdisplay = display.Display(DISPLAY)
@@ -418,6 +429,12 @@ class Desktop:
         self.damage = None
         self.events = 0
         self.listener: Any = None
+        self.items_bus: Any = None  # our own connection to the AT-SPI bus, once listening
+        self.state_names = [
+            Atspi.StateType(value).value_nick for value in range(int(Atspi.StateType.LAST_DEFINED))
+        ]
+        self.states_of_bits: dict[int, list[str]] = {}
+        self.seen_apps: dict[int, str] = {}  # pid -> name, of the last observation's tree
 
     # events and settling
 
@@ -426,6 +443,23 @@ class Desktop:
         self.listener = self.Atspi.EventListener.new(self._on_event)
         for event_type in ("object:", "window:"):
             self.listener.register(event_type)
+        # libatspi trusts its cache (names, roles, descriptions, children, interfaces and
+        # states) only when told to, because only events keep it current; the listener above
+        # receives them, and observe applies the pending ones before walking: most of the
+        # walk's D-Bus round trips go. GTK does not announce every state change, though (a
+        # text view stops being "focused", without an event, when a menu opens), and a cache
+        # mask without states makes libatspi ask for them at every cached lookup; so the walk
+        # takes each application's states from one GetItems call of its own (item_states).
+        # A process that does not listen (the host's last look) asks for everything.
+        self.Atspi.get_desktop(0).set_cache_mask(self.Atspi.Cache.DEFAULT)
+        prop = self.root.get_full_property(self.atoms["AT_SPI_BUS"], self.X.AnyPropertyType)
+        self.items_bus = self.Gio.DBusConnection.new_for_address_sync(
+            bytes(prop.value).decode(),
+            self.Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT
+            | self.Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION,
+            None,
+            None,
+        )
         self.damage = self.root.damage_create(self.damage_module.DamageReportNonEmpty)
         self.xdisplay.flush()
 
@@ -569,6 +603,40 @@ class Desktop:
                 continue
         return found
 
+    def item_states(self, app: Any) -> dict[str, list[str]]:
+        """The state names of every node the application's bridge holds, by object path.
+
+        One GetItems call (org.a11y.atspi.Cache), answered with each node's states as they are
+        now; a node it does not hold (a table's cells, made on demand) is not in it.
+        """
+        reply = self.items_bus.call_sync(
+            app.app.bus_name,
+            "/org/a11y/atspi/cache",
+            "org.a11y.atspi.Cache",
+            "GetItems",
+            None,
+            None,
+            self.Gio.DBusCallFlags.NONE,
+            CALL_TIMEOUT_MS,
+            None,
+        )
+        items = reply.get_child_value(0)
+        states = {}
+        for index in range(items.n_children()):
+            item = items.get_child_value(index)
+            path = item.get_child_value(0).get_child_value(1).get_string()
+            low, high = item.get_child_value(item.n_children() - 1).unpack()  # states: last
+            states[path] = self.state_names_of(low | high << 32)
+        return states
+
+    def state_names_of(self, bits: int) -> list[str]:
+        """The names of the states set in an AT-SPI state bit set, in enumeration order."""
+        names = self.states_of_bits.get(bits)
+        if names is None:
+            names = [name for value, name in enumerate(self.state_names) if bits >> value & 1]
+            self.states_of_bits[bits] = names
+        return names
+
     def shows_frame(self, app: Any) -> bool:
         """Whether the application has a showing top-level window."""
         try:
@@ -602,7 +670,10 @@ class Desktop:
         walk.count = 1
         app_of_pid = {}
         problems = []
-        for app, name, pid in self.applications():
+        applications = self.applications()
+        if not applications:
+            raise TreeUnavailable("no application is registered on the AT-SPI bus")
+        for app, name, pid in applications:
             if pid is not None:
                 app_of_pid[pid] = name
             if walk.count >= max_nodes:
@@ -622,10 +693,17 @@ class Desktop:
         tree: dict[str, Any] | None
         try:
             tree, nodes, truncated, tree_error, app_of_pid = self.tree(max_nodes)
-        except self.GLib.Error as error:
+        except (self.GLib.Error, TreeUnavailable) as error:
             tree, nodes, truncated, app_of_pid = None, 0, False, {}
-            tree_error = f"the accessibility tree is unavailable: {error.message}"
+            why = error.message if isinstance(error, self.GLib.Error) else str(error)
+            tree_error = f"the accessibility tree is unavailable: {why}"
         tree_s = time.monotonic() - started
+        exited = [
+            {"app": name, "pid": pid}
+            for pid, name in sorted(self.seen_apps.items())
+            if pid not in app_of_pid and not process_running(pid)
+        ]
+        self.seen_apps = app_of_pid
         windows, focused = self.windows(app_of_pid)
         started = time.monotonic()
         screenshot = self.screenshot()
@@ -639,6 +717,7 @@ class Desktop:
             "screen": {"width": self.width, "height": self.height},
             "focused": focused,
             "windows": windows,
+            "exited": exited,
             "tree_digest": tree_digest(tree),
             "timing": {"tree_s": round(tree_s, 6), "screenshot_s": round(screenshot_s, 6)},
         }
@@ -650,6 +729,15 @@ def process_name(pid: int) -> str:
         return Path(f"/proc/{pid}/comm").read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
         return ""
+
+
+def process_running(pid: int) -> bool:
+    """Whether the process exists and has not ended (a zombie has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"  # the state follows the command's ")"
 
 
 def tree_digest(tree: dict[str, Any] | None) -> str:
@@ -669,6 +757,7 @@ class TreeWalk:
         self.count = 0
         self.truncated = False
         self.deadline = 0.0
+        self.item_states: dict[str, list[str]] = {}  # the application's, when it is cached
 
     def application(self, app: Any, name: str) -> tuple[dict[str, Any] | None, str | None]:
         """The application's subtree and what stopped its walk (None when complete)."""
@@ -676,6 +765,9 @@ class TreeWalk:
         self.app_name = name
         holder: list[dict[str, Any]] = []
         try:
+            self.item_states = {}
+            if self.desktop.items_bus is not None:
+                self.item_states = self.call(self.desktop.item_states, app) or {}
             self.visit(app, holder)
         except AppStopped as stopped:
             return (holder[0] if holder else None), str(stopped)
@@ -717,10 +809,14 @@ class TreeWalk:
     def node(self, accessible: Any) -> dict[str, Any]:
         """One node's own fields (children filled by visit)."""
         Atspi = self.Atspi
-        state_set = self.call(accessible.get_state_set)
-        states = (
-            [state.value_nick for state in state_set.get_states()] if state_set is not None else []
-        )
+        states = self.item_states.get(accessible.path)
+        if states is None:
+            state_set = self.call(accessible.get_state_set)
+            states = (
+                [state.value_nick for state in state_set.get_states()]
+                if state_set is not None
+                else []
+            )
         attributes = self.call(accessible.get_attributes) or {}
         text = None
         text_iface = self.call(accessible.get_text_iface)
@@ -917,6 +1013,7 @@ class Driver:
             raise DriverError("already started; stop first")
         started = time.monotonic()
         width = positive_int(request, "width", DEFAULT_WIDTH)
+        max_nodes = positive_int(request, "max_nodes", DEFAULT_MAX_NODES)
         height = positive_int(request, "height", DEFAULT_HEIGHT)
         launch = request.get("launch", [])
         if not isinstance(launch, list) or not all(
@@ -948,7 +1045,7 @@ class Driver:
             self.desktop = desktop
             self.actor = Actor(desktop.width, desktop.height)
             desktop.settle(DEFAULT_QUIET_S, DEFAULT_SETTLE_CAP_S)
-            reply = desktop.observe(DEFAULT_MAX_NODES)
+            reply = desktop.observe(max_nodes)
         except BaseException:
             self.stop()
             raise
@@ -1099,6 +1196,7 @@ def last_look(max_nodes: int) -> dict[str, Any]:
             "screen": None,
             "focused": {"app": None, "window": None},
             "windows": [],
+            "exited": [],
             "tree_digest": tree_digest(None),
             "timing": {"tree_s": 0.0, "screenshot_s": 0.0},
         }
