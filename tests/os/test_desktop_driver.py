@@ -291,6 +291,8 @@ def test_typing_and_ctrl_s_saves_the_file(
     assert saved["error"] is None
     assert sandbox.get_file(NOTES).decode().endswith("10:00.\n\nSaved by the test.")
     assert saved["focused"]["window"] == "~/Documents/notes.txt - Mousepad"
+    # The window's new name reached the driver's cache (a fresh process reads the same tree).
+    assert last_look(sandbox)["tree_digest"] == driver.ok("observe")["tree_digest"]
 
 
 def test_other_applications_and_the_launcher() -> None:
@@ -323,6 +325,8 @@ def test_other_applications_and_the_launcher() -> None:
         keys = {key["name"] for key in find(galculator, "toggle button")}  # its keys
         assert {"7", "+", "="} <= keys, sorted(keys)
         assert reply["focused"]["app"] == "galculator"
+        # An application started after the session is in the cache as a fresh process sees it.
+        assert last_look(box)["tree_digest"] == driver.ok("observe")["tree_digest"]
         # A hung application is skipped and named; the others are still observed.
         assert box.exec(["pkill", "-STOP", "-x", "galculator"]).exit_code == 0
         hung = driver.ok("observe")
