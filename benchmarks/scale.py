@@ -224,8 +224,9 @@ def print_plan(results_dir: Path) -> None:
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
+        costs_of = row["costs_of"] + (" (estimate)" if row["costs_of"] != row["domain"] else "")
         print(
-            f"| {row['domain']} | {row['costs_of']} | {row['transitions']:,.0f} | "
+            f"| {row['domain']} | {costs_of} | {row['transitions']:,.0f} | "
             f"{row['episodes']:,.0f} | {row['cpu_core_hours']:,.0f} | {row['concurrency']} "
             f"({row['bound']}) | {row['machine_hours']:,.0f} | {row['raw_gb']:,.1f} | "
             f"{row['parquet_gb']:,.1f} |"
