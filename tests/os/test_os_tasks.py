@@ -23,11 +23,13 @@ LIBRARY = {task.name: task for task in TASKS}
 SAMPLE = (
     "mousepad-delete-first-todo-item",
     "gnumeric-total-row",
+    "gnumeric-bold-header",
     "pcmanfm-move-notes-to-desktop",
     "galculator-add-buttons",
 )
-"""Tasks played by default: one per application (a formula saved and read back by ssconvert,
-a cut and paste between folders, on-screen buttons clicked)."""
+"""Tasks played by default: one per application, two for gnumeric (a formula saved and read
+back by ssconvert, a format read from the saved XML, a cut and paste between folders,
+on-screen buttons clicked)."""
 FULL = os.environ.get("WORLDTRACE_FULL_TASKS") == "1"
 
 
