@@ -668,14 +668,12 @@ class Desktop:
             "children": [],
         }
         walk.count = 1
-        app_of_pid = {}
         problems = []
         applications = self.applications()
         if not applications:
             raise TreeUnavailable("no application is registered on the AT-SPI bus")
+        app_of_pid = {pid: name for _, name, pid in applications if pid is not None}
         for app, name, pid in applications:
-            if pid is not None:
-                app_of_pid[pid] = name
             if walk.count >= max_nodes:
                 walk.truncated = True
                 break
@@ -757,7 +755,7 @@ class TreeWalk:
         self.count = 0
         self.truncated = False
         self.deadline = 0.0
-        self.item_states: dict[str, list[str]] = {}  # the application's, when it is cached
+        self.app_states: dict[str, list[str]] = {}  # by object path: Desktop.item_states
 
     def application(self, app: Any, name: str) -> tuple[dict[str, Any] | None, str | None]:
         """The application's subtree and what stopped its walk (None when complete)."""
@@ -765,9 +763,9 @@ class TreeWalk:
         self.app_name = name
         holder: list[dict[str, Any]] = []
         try:
-            self.item_states = {}
-            if self.desktop.items_bus is not None:
-                self.item_states = self.call(self.desktop.item_states, app) or {}
+            self.app_states = {}
+            if self.desktop.items_bus is not None:  # libatspi's cached states may be stale
+                self.app_states = self.call(self.desktop.item_states, app) or {}
             self.visit(app, holder)
         except AppStopped as stopped:
             return (holder[0] if holder else None), str(stopped)
@@ -809,7 +807,7 @@ class TreeWalk:
     def node(self, accessible: Any) -> dict[str, Any]:
         """One node's own fields (children filled by visit)."""
         Atspi = self.Atspi
-        states = self.item_states.get(accessible.path)
+        states = self.app_states.get(accessible.path)
         if states is None:
             state_set = self.call(accessible.get_state_set)
             states = (
