@@ -2,8 +2,9 @@
 
 One sandbox for the module (network "none", read-only root, as an episode's) and one driver
 session in it, started with mousepad on the seeded notes: the tests that only look or that are
-refused share it, and the one that types and saves runs last. The other applications and the
-launcher get a sandbox of their own.
+refused share it, and the one that types and saves runs last. Failed launches and a window
+manager late to focus the launched window share a second sandbox; the other applications and
+the launcher get one of their own.
 """
 
 from __future__ import annotations
@@ -295,6 +296,113 @@ def test_typing_and_ctrl_s_saves_the_file(
     assert last_look(sandbox)["tree_digest"] == driver.ok("observe")["tree_digest"]
 
 
+HOLD_OPENBOX = """
+import subprocess, time
+from Xlib import display
+
+def pids(name):
+    found = subprocess.run(["pgrep", "-x", name], capture_output=True, text=True).stdout
+    return {int(pid) for pid in found.split()}
+
+deadline = time.monotonic() + 20
+while time.monotonic() < deadline:
+    try:
+        screen = display.Display(":0")
+        break
+    except Exception:
+        time.sleep(0.005)
+root = screen.screen().root
+clients, wm_pid = screen.intern_atom("_NET_CLIENT_LIST"), screen.intern_atom("_NET_WM_PID")
+while time.monotonic() < deadline:
+    listed = root.get_full_property(clients, 0)
+    mousepad = pids("mousepad")
+    if listed is not None and len(listed.value) and mousepad:
+        managed = set()
+        for wid in listed.value:
+            pid = screen.create_resource_object("window", wid).get_full_property(wm_pid, 0)
+            managed |= set(pid.value) if pid is not None else set()
+        if not managed & mousepad:
+            subprocess.run(["pkill", "-STOP", "-x", "openbox"])
+            print("held", flush=True)
+            time.sleep(HOLD_S)
+            subprocess.run(["pkill", "-CONT", "-x", "openbox"])
+            print("released", flush=True)
+        break
+    time.sleep(0.005)
+"""
+"""Run in the desktop: once openbox manages a window (it has started) but not yet mousepad's,
+stop openbox for HOLD_S seconds, so the window manager is late to map and focus the
+launched window while its frame already shows in the AT-SPI tree, as happened once under a
+full test run."""
+
+
+@pytest.fixture(scope="module")
+def bare_sandbox() -> Iterator[DockerSandbox]:
+    """A second sandbox, for the tests that start sessions of their own."""
+    box = new_sandbox()
+    try:
+        yield box
+    finally:
+        box.close()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["/usr/bin/no-such-editor"], "cannot launch ['/usr/bin/no-such-editor']"),
+        (["false"], "['false'] exited with code 1 before showing a window"),
+    ],
+)
+def test_a_launch_that_fails_is_a_driver_error(
+    bare_sandbox: DockerSandbox, argv: list[str], message: str
+) -> None:
+    driver = Driver(bare_sandbox)
+    try:
+        reply = driver.request("start", launch=[argv])
+        assert message in reply["driver_error"]
+        # The failed start stopped its session: the next one starts on the same display.
+        assert driver.ok("start", launch=[])["focused"] == {"app": None, "window": None}
+    finally:
+        driver.close()
+
+
+def test_start_waits_until_the_window_manager_focused_the_launched_window(
+    bare_sandbox: DockerSandbox,
+) -> None:
+    box = bare_sandbox
+    for _ in range(3):  # mousepad's window may be managed before openbox can be held
+        box.put_file("/tmp/hold_openbox.py", HOLD_OPENBOX.replace("HOLD_S", "2").encode())
+        box.start_background(
+            ["python3", "/tmp/hold_openbox.py"], "/tmp/hold.log", user="user",
+            env={"DISPLAY": ":0"},
+        )  # fmt: skip
+        driver = Driver(box)
+        try:
+            started = driver.ok("start", launch=[["mousepad", NOTES]])
+        finally:
+            driver.close()
+        held = box.exec(["cat", "/tmp/hold.log"]).stdout.decode().split()
+        box.exec(["rm", "-f", "/tmp/hold.log"])
+        if held:
+            break
+    # The reply came after openbox was let go, with the launched window managed and focused.
+    assert held == ["held", "released"]
+    assert started["focused"] == {"app": "mousepad", "window": "~/Documents/notes.txt - Mousepad"}
+    assert {window["app"] for window in started["windows"]} == {"mousepad", "launcher"}
+    frame = find(application(started["tree"], "mousepad"), "frame")[0]
+    assert frame["x"] >= 140  # placed beside the dock, maximized, by openbox
+
+
+HOLD_GALCULATOR = """
+for attempt in $(seq 2000); do
+    pid=$(pgrep -x galculator) && grep -qs libX11 "/proc/$pid/maps" && break
+    sleep 0.005
+done
+kill -STOP $pid && echo held && sleep 1 && kill -CONT $pid && echo released
+"""
+"""Run in the desktop: stop galculator for 1 s as soon as it has X's library loaded."""
+
+
 def test_other_applications_and_the_launcher() -> None:
     box = new_sandbox()
     driver = Driver(box)
@@ -315,12 +423,14 @@ def test_other_applications_and_the_launcher() -> None:
         )
         # Open the calculator from the launcher dock, by the button's place in the tree.
         button = find(application(started["tree"], "launcher"), "push button", "Calculator")[0]
-        reply = driver.act("click", *centre(button))
-        for _ in range(20):  # the settle ends before a starting application has its window
-            started_apps = [app for app in reply["tree"]["children"] if app["name"] == "galculator"]
-            if started_apps and find(started_apps[0], "toggle button"):
-                break
-            reply = driver.ok("act", call={"function": "WAIT"}, settle_cap_s=0.5)
+        # The settle waits for the application the click started, even one that is slow to
+        # show its window (held stopped here once it has loaded X): it is in the next tree.
+        box.start_background(["sh", "-c", HOLD_GALCULATOR], "/tmp/hold-galculator.log", user="user")
+        click = {"function": "click", "args": list(centre(button)), "kwargs": {}}
+        reply = driver.ok("act", call=click, quiet_s=0.3, settle_cap_s=10)
+        assert reply["timing"]["settle_s"] < 10  # it settled, not cut at the cap
+        held = box.exec(["cat", "/tmp/hold-galculator.log"]).stdout.decode().split()
+        assert held == ["held", "released"]
         galculator = application(reply["tree"], "galculator")
         keys = {key["name"] for key in find(galculator, "toggle button")}  # its keys
         assert {"7", "+", "="} <= keys, sorted(keys)

@@ -54,8 +54,10 @@ Requests and replies:
       and the launcher dock (launcher.py: buttons Text Editor, Spreadsheet, File Manager,
       Calculator, Terminal), then each ``launch`` argv in /home/user with GTK accessibility
       on (GTK_MODULES=gail:atk-bridge). Waits until each launched process (or a child of it)
-      has a showing frame in the AT-SPI tree, or, for a program without AT-SPI (xterm), a
-      managed window; at most LAUNCH_TIMEOUT_S = 20 s in all, then lets the desktop settle
+      has a window openbox manages and, unless it has no AT-SPI (xterm), a showing frame in
+      the AT-SPI tree, and until one of the launched programs' windows is the active one (the
+      first keys of a task go to it: a frame shows before openbox maps and focuses it); at
+      most LAUNCH_TIMEOUT_S = 20 s in all, then lets the desktop settle
       (the defaults below) and observes. A launch that fails or shows no window in time is a
       driver_error (and the session is stopped); a second start without a stop too.
   {"id", "op": "act", "call": {"function", "args": [...], "kwargs": {...}}, "quiet_s" (default
@@ -75,9 +77,11 @@ Requests and replies:
       scroll clicks outside -100..100, or a message longer than 10000 characters. An
       exception raised by pyautogui is the "error" too (after settling, since input may have
       happened). Settling: after the input, wait until neither an AT-SPI event (object:*,
-      window:*) nor a screen change (XDamage on the root window) happened for ``quiet_s``,
-      at most ``settle_cap_s``. WAIT settles for exactly ``settle_cap_s`` (a pause); DONE
-      and FAIL do not settle.
+      window:*) nor a screen change (XDamage on the root window) happened for ``quiet_s``
+      and no program the input started (a dock button, a command typed in a terminal) that
+      uses X (libX11 or libxcb mapped) is still without a managed window, at most
+      ``settle_cap_s``: a starting application is quiet while it loads. WAIT settles for
+      exactly ``settle_cap_s`` (a pause); DONE and FAIL do not settle.
   {"id", "op": "observe", "max_nodes"} -> observation.
   {"id", "op": "stop"} -> {"stopped": true}: every other process of ``user`` is killed and the X
       lock files removed (the home folder stays). Stdin EOF does the same.
@@ -219,6 +223,15 @@ def user_processes(uid: int) -> list[int]:
         except FileNotFoundError:
             continue
     return pids
+
+
+def uses_x(pid: int) -> bool:
+    """Whether the process has an X client library mapped (a program that will show windows)."""
+    try:
+        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as maps:
+            return any("/libX11.so" in line or "/libxcb.so" in line for line in maps)
+    except OSError:
+        return False
 
 
 def descendants(pid: int) -> set[int]:
@@ -480,8 +493,12 @@ class Desktop:
         count, self.events = self.events + changes, 0
         return count
 
-    def settle(self, quiet_s: float, cap_s: float) -> float:
-        """Wait until nothing happened for ``quiet_s`` (at most ``cap_s``); the time waited."""
+    def settle(self, quiet_s: float, cap_s: float, before: set[int] | None = None) -> float:
+        """Wait until nothing happened for ``quiet_s`` (at most ``cap_s``); the time waited.
+
+        With ``before`` (the user's processes before the input), a program started since then
+        that is still on its way to a window keeps the desktop unsettled too.
+        """
         started = time.monotonic()
         last = started
         self.activity()
@@ -489,9 +506,19 @@ class Desktop:
             now = time.monotonic()
             if self.activity():
                 last = now
-            if now - last >= quiet_s or now - started >= cap_s:
+            if now - started >= cap_s:
+                return now - started
+            if now - last >= quiet_s and not (before and self.starting_programs(before)):
                 return now - started
             time.sleep(POLL_S)
+
+    def starting_programs(self, before: set[int]) -> set[int]:
+        """Processes started since ``before`` that use X but have no managed window yet."""
+        new = set(user_processes(os.getuid())) - before
+        if not new:
+            return set()
+        windowed = {self.window_pid(window) for window in self.client_windows()}
+        return {pid for pid in new - windowed if uses_x(pid)}
 
     # X11
 
@@ -530,16 +557,16 @@ class Desktop:
             return name.decode("latin-1")
         return name
 
+    def active_window(self) -> int:
+        """The id of the active window (_NET_ACTIVE_WINDOW), 0 when none is."""
+        prop = self.root.get_full_property(self.atoms["_NET_ACTIVE_WINDOW"], self.Xatom.WINDOW)
+        return int(prop.value[0]) if prop is not None and len(prop.value) else 0
+
     def windows(self, app_of_pid: dict[int, str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """The window list and the focused window and application."""
         from Xlib import error as xerror
 
-        active_prop = self.root.get_full_property(
-            self.atoms["_NET_ACTIVE_WINDOW"], self.Xatom.WINDOW
-        )
-        active = 0
-        if active_prop is not None and len(active_prop.value):
-            active = int(active_prop.value[0])
+        active = self.active_window()
         listed = []
         focused: dict[str, Any] = {"app": None, "window": None}
         for window in self.client_windows():
@@ -1055,18 +1082,28 @@ class Driver:
     def wait_for_windows(
         desktop: Desktop, waiting: list[tuple[list[str], subprocess.Popen[bytes]]], deadline: float
     ) -> None:
-        """Wait until every launched program shows a window (see the module docstring)."""
+        """Wait until every program shows a window and a launched one has the focus.
+
+        See the module docstring; the launcher dock, first in ``waiting``, never takes it.
+        """
         window_seen: dict[int, float] = {}
-        while waiting:
+        focus_wanted = len(waiting) > 1
+        launched_pids: set[int] = set()
+        while True:
             desktop.activity()
             applications = desktop.applications()
-            window_pids = {desktop.window_pid(window) for window in desktop.client_windows()}
-            still = []
-            for argv, process in waiting:
+            windows = desktop.client_windows()
+            window_pid = {window.id: desktop.window_pid(window) for window in windows}
+            window_pids = set(window_pid.values())
+            still = []  # (argv, what it lacks)
+            for index, (argv, process) in enumerate(waiting):
                 pids = descendants(process.pid)
+                if index:
+                    launched_pids |= pids
                 accessible = [app for app, _, pid in applications if pid in pids]
+                framed = any(desktop.shows_frame(app) for app in accessible)
                 if accessible:
-                    if any(desktop.shows_frame(app) for app in accessible):
+                    if pids & window_pids and framed:
                         continue
                 elif pids & window_pids:
                     first = window_seen.setdefault(process.pid, time.monotonic())
@@ -1076,13 +1113,19 @@ class Driver:
                     raise DriverError(
                         f"{argv} exited with code {process.returncode} before showing a window"
                     )
-                still.append((argv, process))
-            waiting = still
-            if waiting and time.monotonic() > deadline:
-                names = ", ".join(str(argv) for argv, _ in waiting)
-                raise DriverError(f"no window after {LAUNCH_TIMEOUT_S:g} s: {names}")
-            if waiting:
-                time.sleep(0.05)
+                lacks = "window openbox manages" if framed else "window"
+                still.append((argv, lacks))
+            focused = not focus_wanted or window_pid.get(desktop.active_window()) in launched_pids
+            if not still and focused:
+                return
+            if time.monotonic() > deadline:
+                names = "; ".join(f"{argv} has no {lacks}" for argv, lacks in still)
+                raise DriverError(
+                    f"after {LAUNCH_TIMEOUT_S:g} s, {names}"
+                    if still
+                    else f"no launched program's window took the focus in {LAUNCH_TIMEOUT_S:g} s"
+                )
+            time.sleep(0.05)
 
     def act(self, request: dict[str, Any], max_nodes: int) -> dict[str, Any]:
         """Run one call, settle, observe."""
@@ -1105,13 +1148,14 @@ class Driver:
                 error = str(refused)
             else:
                 self.desktop.activity()  # what happened before the action is not its effect
+                before = set(user_processes(os.getuid()))
                 started = time.monotonic()
                 try:
                     run()
                 except Exception as failed:  # pyautogui's own complaint is the step's error
                     error = f"{type(failed).__name__}: {failed}"
                 action_s = time.monotonic() - started
-                settle_s = self.desktop.settle(quiet_s, cap_s)
+                settle_s = self.desktop.settle(quiet_s, cap_s, before)
         reply = self.desktop.observe(max_nodes)
         reply["error"] = error
         reply["timing"] = {
