@@ -1,12 +1,12 @@
-"""Mutations of one function (collectors/swe/mutations.py), on inline code and real sdists."""
+"""Mutations of one function (collectors/swe/mutations.py), on inline code and on real modules
+(the sdists in the swe images)."""
 
 from __future__ import annotations
 
 import ast
 import random
-import tarfile
 from collections import Counter
-from pathlib import Path
+from contextlib import closing
 
 import pytest
 
@@ -16,8 +16,7 @@ from worldtrace.collectors.swe.mutations import (
     find_mutations,
     shuffled,
 )
-
-SDISTS = Path("/tmp/sdists")
+from worldtrace.sandboxes.docker import DockerSandbox
 
 SNIPPET = '''\
 import os
@@ -212,23 +211,24 @@ def functions_named(
 
 
 REAL_MODULES = {
-    "toolz-1.0.0": ("toolz/itertoolz.py", "toolz/dicttoolz.py"),
-    "sqlparse-0.5.1": ("sqlparse/sql.py", "sqlparse/lexer.py", "sqlparse/utils.py"),
-    "click-8.1.7": ("src/click/parser.py", "src/click/formatting.py"),
+    "toolz": ("toolz/itertoolz.py", "toolz/dicttoolz.py"),
+    "sqlparse": ("sqlparse/sql.py", "sqlparse/lexer.py", "sqlparse/utils.py"),
+    "click": ("src/click/parser.py", "src/click/formatting.py"),
 }
 
 
-@pytest.mark.parametrize("sdist", sorted(REAL_MODULES))
-def test_real_modules(sdist: str, tmp_path: Path) -> None:
-    archive = SDISTS / f"{sdist}.tar.gz"
-    if not archive.exists():
-        pytest.skip(f"{archive} is not on this machine")
-    with tarfile.open(archive) as tar:
-        tar.extractall(tmp_path, filter="data")
+@pytest.mark.docker
+@pytest.mark.parametrize("repo", sorted(REAL_MODULES))
+def test_real_modules(repo: str, swe_images: dict[str, str]) -> None:
+    # The modules as the repository's image holds them (its PyPI sdist, unpacked).
+    with closing(DockerSandbox(swe_images[f"worldtrace/swe-{repo}:latest"]).start()) as box:
+        sources = {
+            relative: box.get_file(f"/home/user/repo/{relative}").decode("utf-8")
+            for relative in REAL_MODULES[repo]
+        }
     kinds: Counter[str] = Counter()
     rng = random.Random(0)
-    for relative in REAL_MODULES[sdist]:
-        source = (tmp_path / sdist / relative).read_text(encoding="utf-8")
+    for relative, source in sources.items():
         found = find_mutations(source, relative)
         kinds.update(m.kind for m in found)
         # Each check parses the whole module again: a sample keeps the test quick.
