@@ -15,6 +15,7 @@ import io
 import json
 import re
 from collections.abc import Iterator
+from contextlib import closing
 from typing import Any
 
 import pytest
@@ -112,11 +113,8 @@ def centre(node: dict[str, Any]) -> tuple[int, int]:
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[DockerSandbox]:
     """The module's sandbox."""
-    box = new_sandbox()
-    try:
+    with closing(new_sandbox()) as box:
         yield box
-    finally:
-        box.close()
 
 
 @pytest.fixture(scope="module")
@@ -339,11 +337,8 @@ full test run."""
 @pytest.fixture(scope="module")
 def bare_sandbox() -> Iterator[DockerSandbox]:
     """A second sandbox, for the tests that start sessions of their own."""
-    box = new_sandbox()
-    try:
+    with closing(new_sandbox()) as box:
         yield box
-    finally:
-        box.close()
 
 
 @pytest.mark.parametrize(
