@@ -11,8 +11,9 @@ demo: setup
 	.venv/bin/worldtrace run configs/demo-pipeline.yaml
 	.venv/bin/worldtrace inspect dist/demo
 
+# --durations: every run names its slowest tests, to keep the suite inside its budget.
 test: setup
-	.venv/bin/pytest -q -p no:cacheprovider
+	.venv/bin/pytest -q -p no:cacheprovider --durations=15
 
 lint:
 	.venv/bin/ruff check .
