@@ -295,8 +295,10 @@ def test_typing_and_ctrl_s_saves_the_file(
 
 
 HOLD_OPENBOX = """
-import subprocess, time
+import subprocess, sys, time
 from Xlib import display
+
+HOLD_S = float(sys.argv[1])
 
 def pids(name):
     found = subprocess.run(["pgrep", "-x", name], capture_output=True, text=True).stdout
@@ -329,9 +331,9 @@ while time.monotonic() < deadline:
     time.sleep(0.005)
 """
 """Run in the desktop: once openbox manages a window (it has started) but not yet mousepad's,
-stop openbox for HOLD_S seconds, so the window manager is late to map and focus the
-launched window while its frame already shows in the AT-SPI tree, as happened once under a
-full test run."""
+stop openbox for as many seconds as its argument says, so the window manager is late to map
+and focus the launched window while its frame already shows in the AT-SPI tree, as happened
+once under a full test run."""
 
 
 @pytest.fixture(scope="module")
@@ -365,10 +367,10 @@ def test_start_waits_until_the_window_manager_focused_the_launched_window(
     bare_sandbox: DockerSandbox,
 ) -> None:
     box = bare_sandbox
+    box.put_file("/tmp/hold_openbox.py", HOLD_OPENBOX.encode())
     for _ in range(3):  # mousepad's window may be managed before openbox can be held
-        box.put_file("/tmp/hold_openbox.py", HOLD_OPENBOX.replace("HOLD_S", "2").encode())
         box.start_background(
-            ["python3", "/tmp/hold_openbox.py"], "/tmp/hold.log", user="user",
+            ["python3", "/tmp/hold_openbox.py", "2"], "/tmp/hold.log", user="user",
             env={"DISPLAY": ":0"},
         )  # fmt: skip
         driver = Driver(box)

@@ -16,6 +16,7 @@ from worldtrace.collectors.swe.mutations import (
     find_mutations,
     shuffled,
 )
+from worldtrace.collectors.swe.repos import REPOSITORY_PATH, get_repo
 from worldtrace.sandboxes.docker import DockerSandbox
 
 SNIPPET = '''\
@@ -221,9 +222,9 @@ REAL_MODULES = {
 @pytest.mark.parametrize("repo", sorted(REAL_MODULES))
 def test_real_modules(repo: str, swe_images: dict[str, str]) -> None:
     # The modules as the repository's image holds them (its PyPI sdist, unpacked).
-    with closing(DockerSandbox(swe_images[f"worldtrace/swe-{repo}:latest"]).start()) as box:
+    with closing(DockerSandbox(swe_images[get_repo(repo).image]).start()) as box:
         sources = {
-            relative: box.get_file(f"/home/user/repo/{relative}").decode("utf-8")
+            relative: box.get_file(f"{REPOSITORY_PATH}/{relative}").decode("utf-8")
             for relative in REAL_MODULES[repo]
         }
     kinds: Counter[str] = Counter()

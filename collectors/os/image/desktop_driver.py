@@ -1088,7 +1088,6 @@ class Driver:
         """
         window_seen: dict[int, float] = {}
         focus_wanted = len(waiting) > 1
-        launched_pids: set[int] = set()
         while True:
             desktop.activity()
             applications = desktop.applications()
@@ -1096,6 +1095,7 @@ class Driver:
             window_pid = {window.id: desktop.window_pid(window) for window in windows}
             window_pids = set(window_pid.values())
             still = []  # (argv, what it lacks)
+            launched_pids: set[int] = set()
             for index, (argv, process) in enumerate(waiting):
                 pids = descendants(process.pid)
                 if index:
