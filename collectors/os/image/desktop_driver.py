@@ -109,7 +109,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 SESSION_USER = "user"
 HOME = "/home/user"
@@ -399,6 +399,16 @@ def wait_readable(fd: int, deadline: float) -> bool:
 # --- observing ------------------------------------------------------------------------------------
 
 
+class BridgeItem(NamedTuple):
+    """A node as its application's bridge describes it now (GetItems)."""
+
+    name: str
+    description: str
+    states: list[str]
+    child_count: int
+    holds_children: bool  # whether the bridge holds every child too
+
+
 class TreeUnavailable(Exception):
     """The AT-SPI registry answers but the tree cannot be had (why is the message)."""
 
@@ -459,11 +469,15 @@ class Desktop:
         # libatspi trusts its cache (names, roles, descriptions, children, interfaces and
         # states) only when told to, because only events keep it current; the listener above
         # receives them, and observe applies the pending ones before walking: most of the
-        # walk's D-Bus round trips go. GTK does not announce every state change, though (a
-        # text view stops being "focused", without an event, when a menu opens), and a cache
-        # mask without states makes libatspi ask for them at every cached lookup; so the walk
-        # takes each application's states from one GetItems call of its own (item_states).
-        # A process that does not listen (the host's last look) asks for everything.
+        # walk's D-Bus round trips go. Events do not tell everything, though: GTK does not
+        # announce every state change (a text view stops being "focused", without an event,
+        # when a menu opens), and an application's bridge drops the events of its first
+        # moments, before it has learnt that anyone listens (pcmanfm fills its folder view
+        # and names its free-space label then). So the walk takes each application's nodes as
+        # they are now from one GetItems call of its own (bridge_items) and reads afresh
+        # what the cache may have missed; a cache mask without states instead made libatspi
+        # ask for them at every cached lookup. A process that does not listen (the host's
+        # last look) asks for everything.
         self.Atspi.get_desktop(0).set_cache_mask(self.Atspi.Cache.DEFAULT)
         prop = self.root.get_full_property(self.atoms["AT_SPI_BUS"], self.X.AnyPropertyType)
         self.items_bus = self.Gio.DBusConnection.new_for_address_sync(
@@ -630,11 +644,11 @@ class Desktop:
                 continue
         return found
 
-    def item_states(self, app: Any) -> dict[str, list[str]]:
-        """The state names of every node the application's bridge holds, by object path.
+    def bridge_items(self, app: Any) -> dict[str, BridgeItem]:
+        """Every node the application's bridge holds, as it is now, by object path.
 
-        One GetItems call (org.a11y.atspi.Cache), answered with each node's states as they are
-        now; a node it does not hold (a table's cells, made on demand) is not in it.
+        One GetItems call (org.a11y.atspi.Cache); a node the bridge does not hold (a table's
+        cells, a GTK 2 icon view's items: made on demand) is not in it.
         """
         reply = self.items_bus.call_sync(
             app.app.bus_name,
@@ -647,14 +661,33 @@ class Desktop:
             CALL_TIMEOUT_MS,
             None,
         )
-        items = reply.get_child_value(0)
-        states = {}
-        for index in range(items.n_children()):
-            item = items.get_child_value(index)
+        # a((so)(so)(so)iiassusau): node, application, parent, index in parent, child count,
+        # interfaces, name, role, description, states. Taking the fields needed one by one is
+        # four times faster than unpacking the whole reply (0.02 s for gnumeric's 576 nodes).
+        held: dict[str, int] = {}  # parent path -> how many of its children the bridge holds
+        fields = {}
+        described = reply.get_child_value(0)
+        for index in range(described.n_children()):
+            item = described.get_child_value(index)
             path = item.get_child_value(0).get_child_value(1).get_string()
-            low, high = item.get_child_value(item.n_children() - 1).unpack()  # states: last
-            states[path] = self.state_names_of(low | high << 32)
-        return states
+            parent = item.get_child_value(2).get_child_value(1).get_string()
+            if parent != path:  # an application is its own parent
+                held[parent] = held.get(parent, 0) + 1
+            low, high = item.get_child_value(9).unpack()
+            fields[path] = (
+                item.get_child_value(6).get_string(),
+                item.get_child_value(8).get_string(),
+                self.state_names_of(low | high << 32),
+                item.get_child_value(4).get_int32(),
+            )
+        items = {}
+        for path, (name, description, states, count) in fields.items():
+            # -1: the bridge did not count the children: those of a node that manages its
+            # descendants (it holds none of them), or a GTK menu's (it holds those it made)
+            if count < 0 and held.get(path, 0):
+                count = held[path]
+            items[path] = BridgeItem(name, description, states, count, held.get(path, 0) == count)
+        return items
 
     def state_names_of(self, bits: int) -> list[str]:
         """The names of the states set in an AT-SPI state bit set, in enumeration order."""
@@ -782,7 +815,7 @@ class TreeWalk:
         self.count = 0
         self.truncated = False
         self.deadline = 0.0
-        self.app_states: dict[str, list[str]] = {}  # by object path: Desktop.item_states
+        self.items: dict[str, BridgeItem] = {}  # by object path: Desktop.bridge_items
 
     def application(self, app: Any, name: str) -> tuple[dict[str, Any] | None, str | None]:
         """The application's subtree and what stopped its walk (None when complete)."""
@@ -790,9 +823,9 @@ class TreeWalk:
         self.app_name = name
         holder: list[dict[str, Any]] = []
         try:
-            self.app_states = {}
-            if self.desktop.items_bus is not None:  # libatspi's cached states may be stale
-                self.app_states = self.call(self.desktop.item_states, app) or {}
+            self.items = {}
+            if self.desktop.items_bus is not None:  # libatspi's cache may be stale
+                self.items = self.call(self.desktop.bridge_items, app) or {}
             self.visit(app, holder)
         except AppStopped as stopped:
             return (holder[0] if holder else None), str(stopped)
@@ -819,10 +852,15 @@ class TreeWalk:
         if self.count >= self.max_nodes:
             self.truncated = True
             return
-        node = self.node(accessible)  # may stop the walk: then the node is not counted
+        item = self.items.get(accessible.path)
+        node = self.node(accessible, item)  # may stop the walk: then the node is not counted
         self.count += 1
         siblings.append(node)
         count = self.call(accessible.get_child_count) or 0
+        if item is not None and (not item.holds_children or count != item.child_count):
+            # children the bridge does not hold, or that libatspi missed: read them afresh
+            accessible.clear_cache()
+            count = self.call(accessible.get_child_count) or 0
         for index in range(count):
             if self.count >= self.max_nodes:
                 self.truncated = True
@@ -831,11 +869,14 @@ class TreeWalk:
             if child is not None:
                 self.visit(child, node["children"])
 
-    def node(self, accessible: Any) -> dict[str, Any]:
-        """One node's own fields (children filled by visit)."""
+    def node(self, accessible: Any, item: BridgeItem | None) -> dict[str, Any]:
+        """One node's own fields (children filled by visit), its bridge item's if it has one."""
         Atspi = self.Atspi
-        states = self.app_states.get(accessible.path)
-        if states is None:
+        if item is not None:
+            name, description, states = item.name, item.description, item.states
+        else:
+            name = self.call(accessible.get_name)
+            description = self.call(accessible.get_description)
             state_set = self.call(accessible.get_state_set)
             states = (
                 [state.value_nick for state in state_set.get_states()]
@@ -856,9 +897,9 @@ class TreeWalk:
                 x, y, width, height = extents.x, extents.y, extents.width, extents.height
         return {
             "role": self.call(accessible.get_role_name),
-            "name": self.call(accessible.get_name),
+            "name": name,
             "text": text,
-            "description": self.call(accessible.get_description),
+            "description": description,
             "states": states,
             "attributes": {str(key): str(value) for key, value in sorted(attributes.items())},
             "x": x,
