@@ -665,7 +665,8 @@ class Desktop:
         # interfaces, name, role, description, states. Taking the fields needed one by one is
         # four times faster than unpacking the whole reply (0.02 s for gnumeric's 576 nodes).
         held: dict[str, int] = {}  # parent path -> how many of its children the bridge holds
-        fields = {}
+        # path -> name, description, states, child count
+        fields: dict[str, tuple[str, str, list[str], int]] = {}
         described = reply.get_child_value(0)
         for index in range(described.n_children()):
             item = described.get_child_value(index)
@@ -680,7 +681,7 @@ class Desktop:
                 self.state_names_of(low | high << 32),
                 item.get_child_value(4).get_int32(),
             )
-        items = {}
+        items: dict[str, BridgeItem] = {}
         for path, (name, description, states, count) in fields.items():
             # -1: the bridge did not count the children: those of a node that manages its
             # descendants (it holds none of them), or a GTK menu's (it holds those it made)
