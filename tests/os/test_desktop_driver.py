@@ -402,9 +402,10 @@ for attempt in $(seq 2000); do
     pid=$(pgrep -x galculator) && grep -qs libX11 "/proc/$pid/maps" && break
     sleep 0.005
 done
-kill -STOP $pid && echo held && sleep 1 && kill -CONT $pid && echo released
+kill -STOP $pid && echo held && sleep 1 && echo released && kill -CONT $pid
 """
-"""Run in the desktop: stop galculator for 1 s as soon as it has X's library loaded."""
+"""Run in the desktop: stop galculator for 1 s as soon as it has X's library loaded ("released"
+printed before it goes on, so before the settle can end)."""
 
 
 def test_other_applications_and_the_launcher() -> None:
