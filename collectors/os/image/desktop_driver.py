@@ -50,16 +50,17 @@ Requests and replies:
    "max_nodes" (default 5000, for the first observation)}
       -> observation + "start_s" + "versions" (/opt/worldtrace/versions.json).
       Starts, as ``user``: Xvfb :0 (width x height x 24), a D-Bus session bus, the AT-SPI bus
-      (at-spi-bus-launcher), openbox (config/openbox-rc.xml: normal windows open maximized)
-      and the launcher dock (launcher.py: buttons Text Editor, Spreadsheet, File Manager,
-      Calculator, Terminal), then each ``launch`` argv in /home/user with GTK accessibility
-      on (GTK_MODULES=gail:atk-bridge). Waits until each launched process (or a child of it)
-      has a window openbox manages and, unless it has no AT-SPI (xterm), a showing frame in
-      the AT-SPI tree, and until one of the launched programs' windows is the active one (the
+      (at-spi-bus-launcher), openbox (config/openbox-rc.xml: normal windows open maximized;
+      nothing is launched before it answers a _NET_REQUEST_FRAME_EXTENTS) and the launcher
+      dock (launcher.py: buttons Text Editor, Spreadsheet, File Manager, Calculator,
+      Terminal), then each ``launch`` argv in /home/user with GTK accessibility on
+      (GTK_MODULES=gail:atk-bridge). Waits until each launched process (or a child of it) has
+      a window openbox manages and, unless it has no AT-SPI (xterm), a showing frame in the
+      AT-SPI tree, and until one of the launched programs' windows is the active one (the
       first keys of a task go to it: a frame shows before openbox maps and focuses it); at
-      most LAUNCH_TIMEOUT_S = 20 s in all, then lets the desktop settle
-      (the defaults below) and observes. A launch that fails or shows no window in time is a
-      driver_error (and the session is stopped); a second start without a stop too.
+      most LAUNCH_TIMEOUT_S = 20 s in all, then lets the desktop settle (the defaults below)
+      and observes. A launch that fails or shows no window in time is a driver_error (and the
+      session is stopped); a second start without a stop too.
   {"id", "op": "act", "call": {"function", "args": [...], "kwargs": {...}}, "quiet_s" (default
    0.3), "settle_cap_s" (default 3), "max_nodes" (default 5000)}
       -> observation + "error" (null, or why the call was refused or failed) and "timing"
@@ -443,7 +444,8 @@ class Desktop:
                 "_NET_ACTIVE_WINDOW",
                 "_NET_WM_NAME",
                 "_NET_WM_PID",
-                "_NET_SUPPORTING_WM_CHECK",
+                "_NET_REQUEST_FRAME_EXTENTS",
+                "_NET_FRAME_EXTENTS",
                 "UTF8_STRING",
                 "AT_SPI_BUS",
             )
@@ -458,6 +460,8 @@ class Desktop:
         ]
         self.states_of_bits: dict[int, list[str]] = {}
         self.seen_apps: dict[int, str] = {}  # pid -> name, of the last observation's tree
+        self.wm_probe: Any = None  # an unmapped window of ours that asks the window manager
+        self.wm_answered = False
 
     # events and settling
 
@@ -536,12 +540,37 @@ class Desktop:
 
     # X11
 
-    def wm_running(self) -> bool:
-        """Whether a window manager announced itself on the root window."""
-        prop = self.root.get_full_property(
-            self.atoms["_NET_SUPPORTING_WM_CHECK"], self.X.AnyPropertyType
+    def wm_answers(self) -> bool:
+        """Whether the window manager has answered a frame-extents request; if not, ask again.
+
+        Announcing itself (_NET_SUPPORTING_WM_CHECK) is not enough to launch programs: openbox
+        announces before it has started, and a window mapped in between may never be managed
+        (openbox 3.6 can pull such a MapRequest off the connection during its start-up and then
+        sleep until some later event, which no idle desktop sends; reproduced by holding it
+        stopped right after it announced: 3 starts in 4 failed). An answer comes from its
+        event loop, so it has started; asking again each call is the later event that would
+        wake it.
+        """
+        from Xlib.protocol import event
+
+        if self.wm_answered:
+            return True
+        if self.wm_probe is None:
+            self.wm_probe = self.root.create_window(0, 0, 1, 1, 0, self.X.CopyFromParent)
+        if self.wm_probe.get_full_property(self.atoms["_NET_FRAME_EXTENTS"], self.Xatom.CARDINAL):
+            self.wm_probe.destroy()
+            self.xdisplay.sync()
+            self.wm_probe, self.wm_answered = None, True
+            return True
+        request = event.ClientMessage(
+            window=self.wm_probe,
+            client_type=self.atoms["_NET_REQUEST_FRAME_EXTENTS"],
+            data=(32, [0, 0, 0, 0, 0]),
         )
-        return prop is not None and len(prop.value) > 0
+        mask = self.X.SubstructureRedirectMask | self.X.SubstructureNotifyMask
+        self.root.send_event(request, event_mask=mask)
+        self.xdisplay.flush()
+        return False
 
     def accessibility_bus_ready(self) -> bool:
         """Whether the AT-SPI bus launcher published the bus's address."""
@@ -1095,7 +1124,7 @@ class Driver:
             assert self.session.bus_address is not None
             desktop = Desktop(self.session.bus_address)
             deadline = time.monotonic() + SESSION_START_TIMEOUT_S
-            while not (desktop.wm_running() and desktop.accessibility_bus_ready()):
+            while not (desktop.wm_answers() and desktop.accessibility_bus_ready()):
                 if time.monotonic() > deadline:
                     raise DriverError("openbox or the AT-SPI bus did not start; see their logs")
                 time.sleep(POLL_S)
