@@ -88,6 +88,9 @@ def run_episode(
     started_at = now_utc()
     try:
         observation = env.reset(plan.seed, plan.task)
+        policy.reset(plan.seed, plan.task)
+        # Describing may ask the sandbox (its versions), which a stop may have removed by now.
+        described = env.describe()
     except Exception as error:
         # Whatever a stop did to the environment (sandboxes removed, browser killed) is ours.
         if _stop.is_set():
@@ -97,10 +100,7 @@ def run_episode(
             raise
         writer.write_start(_start(writer, plan, policy, started_at, limits, None, None))
         return _seal_failed(writer, error, errors=0)
-    policy.reset(plan.seed, plan.task)
-    writer.write_start(
-        _start(writer, plan, policy, started_at, limits, env.describe(), observation)
-    )
+    writer.write_start(_start(writer, plan, policy, started_at, limits, described, observation))
     history: list[HistoryItem] = []
     errors = 0
     status: EpisodeStatus = "truncated"

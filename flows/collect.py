@@ -97,9 +97,9 @@ def collect_episode(
     with sandbox_slot(config.domain, sandbox_host):
         if stop_requested():  # asked while waiting for a slot
             return _stopped(episode_id)
-        writer = recorder.begin(episode_id)
         env = collector.make_environment(env_config)
         try:
+            writer = recorder.begin(episode_id)
             with remote.on_host(sandbox_host), labelled({RUN_LABEL: config.resolved_run_name()}):
                 result = run_episode(
                     env,

@@ -6,11 +6,20 @@ import pytest
 
 import worldtrace
 from worldtrace.collectors.base import EpisodePlan, ReplayPolicy, ScriptPolicy
-from worldtrace.collectors.episode import EpisodeLimits, run_episode
+from worldtrace.collectors.episode import (
+    EpisodeInterrupted,
+    EpisodeLimits,
+    clear_stop,
+    request_stop,
+    run_episode,
+)
 from worldtrace.collectors.recorder import RunRecorder, read_episode
 from worldtrace.collectors.terminal import TerminalCollector, TerminalConfig
 from worldtrace.collectors.terminal.actions import command
+from worldtrace.collectors.terminal.environment import TerminalEnvironment
 from worldtrace.collectors.terminal.tasks import TerminalTask, task_by_name
+from worldtrace.sandboxes import docker as docker_sandboxes
+from worldtrace.schemas.records import EnvironmentRef
 
 pytestmark = pytest.mark.docker
 
@@ -61,3 +70,35 @@ def test_replay_records_the_ground_truth_of_given_actions(tmp_path, terminal_ima
     steps = [e for e in events if e.type == "step"]
     assert steps[1].observation["cwd"] == "/home/user/a"
     assert "/home/user/a" in steps[1].observation["screen"]
+
+
+class StoppedWhileDescribed(TerminalEnvironment):
+    """The real terminal environment, stopped as SIGTERM or Ctrl-C would stop it (the stop
+    requested, this process's sandboxes removed) just after its reset, as it is described."""
+
+    def describe(self) -> EnvironmentRef:
+        request_stop()
+        docker_sandboxes.close_all()
+        return super().describe()
+
+
+def test_a_stop_while_the_episode_starts_sets_the_attempt_aside(
+    tmp_path, terminal_image, monkeypatch
+):
+    # The first episode of a process asks its sandbox for the image's versions; the stop
+    # removed it. Such an attempt was left in partial/ by a stopped run, neither set aside
+    # nor sealed (the stopping test failed once in CI so).
+    monkeypatch.setattr(docker_sandboxes, "_versions_by_image", {})
+    env = StoppedWhileDescribed(TerminalConfig(image=terminal_image))
+    recorder = RunRecorder(tmp_path, {"domain": "terminal"})
+    plan = EpisodePlan(index=0, seed=5, task=task_by_name("word-frequency"))
+    try:
+        with pytest.raises(EpisodeInterrupted):
+            run_episode(env, ScriptPolicy(), recorder.begin("ep"), plan, EpisodeLimits(5, 10))
+    finally:
+        clear_stop()
+        env.close()
+    assert not list(recorder.layout.partial.iterdir())
+    assert not list(recorder.layout.sealed.iterdir())
+    (attempt,) = recorder.layout.interrupted.iterdir()
+    assert list(read_episode(attempt))[-1].reason == "interrupted: the run was asked to stop"
