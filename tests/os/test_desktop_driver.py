@@ -295,7 +295,7 @@ def test_typing_and_ctrl_s_saves_the_file(
 
 
 HOLD_OPENBOX = """
-import subprocess, sys, time
+import subprocess, sys, threading, time
 from Xlib import display
 
 HOLD_S, WHEN = float(sys.argv[1]), sys.argv[2]
@@ -311,6 +311,15 @@ def managed_pids():
         pid = screen.create_resource_object("window", wid).get_full_property(wm_pid, 0)
         managed |= set(pid.value) if pid is not None else set()
     return listed is not None and len(listed.value) > 0, managed
+
+def unmanaged_while_held(mousepad):
+    # Stopped inside a server grab (managing a window), openbox blocks every X request: no
+    # answer within 0.5 s means it was busy with mousepad's window, too late to hold.
+    answer = []
+    asking = threading.Thread(target=lambda: answer.append(managed_pids()[1]), daemon=True)
+    asking.start()
+    asking.join(0.5)
+    return bool(answer) and not answer[0] & mousepad
 
 deadline = time.monotonic() + 20
 while time.monotonic() < deadline:
@@ -338,7 +347,7 @@ while time.monotonic() < deadline:
         if not managed & mousepad:
             subprocess.run(["pkill", "-STOP", "-x", "openbox"])
             time.sleep(0.1)  # what openbox sent before it stopped reaches the server
-            if not managed_pids()[1] & mousepad:  # else it managed mousepad in the meantime
+            if unmanaged_while_held(mousepad):  # else it managed mousepad in the meantime
                 print("held", flush=True)
                 time.sleep(HOLD_S)
                 print("released", flush=True)  # before openbox goes on, so before any reply
@@ -382,18 +391,22 @@ def test_a_launch_that_fails_is_a_driver_error(
         driver.close()
 
 
-def hold_openbox(box: DockerSandbox, seconds: float, when: str) -> None:
-    """Start HOLD_OPENBOX in the desktop before a session starts; it logs to /tmp/hold.log."""
+def start_with_openbox_held(
+    box: DockerSandbox, seconds: float, when: str
+) -> tuple[dict[str, Any], list[str]]:
+    """Start a session with mousepad while HOLD_OPENBOX runs; the start's reply (the session
+    stopped after it) and what the script printed."""
     box.put_file("/tmp/hold_openbox.py", HOLD_OPENBOX.encode())
     argv = ["python3", "/tmp/hold_openbox.py", str(seconds), when]
     box.start_background(argv, "/tmp/hold.log", user="user", env={"DISPLAY": ":0"})
-
-
-def hold_log(box: DockerSandbox) -> list[str]:
-    """What HOLD_OPENBOX printed, its log removed for the next hold."""
+    driver = Driver(box)
+    try:
+        started = driver.ok("start", launch=[["mousepad", NOTES]])
+    finally:
+        driver.close()
     printed = box.exec(["cat", "/tmp/hold.log"]).stdout.decode().split()
     box.exec(["rm", "-f", "/tmp/hold.log"])
-    return printed
+    return started, printed
 
 
 def test_start_launches_nothing_before_the_window_manager_answers(
@@ -401,13 +414,8 @@ def test_start_launches_nothing_before_the_window_manager_answers(
 ) -> None:
     # Held while starting up, openbox may never manage a window mapped meanwhile (3 starts in 4
     # failed so, after 20 s, when the driver launched as soon as openbox announced itself).
-    hold_openbox(bare_sandbox, 1.5, "announced")
-    driver = Driver(bare_sandbox)
-    try:
-        started = driver.ok("start", launch=[["mousepad", NOTES]])
-    finally:
-        driver.close()
-    assert hold_log(bare_sandbox) == ["held", "released"]
+    started, held = start_with_openbox_held(bare_sandbox, 1.5, "announced")
+    assert held == ["held", "released"]
     assert started["start_s"] >= 1.5
     assert started["focused"] == {"app": "mousepad", "window": "~/Documents/notes.txt - Mousepad"}
 
@@ -415,15 +423,8 @@ def test_start_launches_nothing_before_the_window_manager_answers(
 def test_start_waits_until_the_window_manager_focused_the_launched_window(
     bare_sandbox: DockerSandbox,
 ) -> None:
-    box = bare_sandbox
     for _ in range(5):  # openbox may manage mousepad's window before it can be held (1 in 5)
-        hold_openbox(box, 2, "before-mousepad")
-        driver = Driver(box)
-        try:
-            started = driver.ok("start", launch=[["mousepad", NOTES]])
-        finally:
-            driver.close()
-        held = hold_log(box)
+        started, held = start_with_openbox_held(bare_sandbox, 2, "before-mousepad")
         if held:
             break
     # The reply came after openbox was let go, with the launched window managed and focused.
