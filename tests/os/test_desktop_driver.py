@@ -321,6 +321,11 @@ def unmanaged_while_held(mousepad):
     asking.join(0.5)
     return bool(answer) and not answer[0] & mousepad
 
+def hold():
+    print("held", flush=True)
+    time.sleep(HOLD_S)
+    print("released", flush=True)  # before openbox goes on, so before any reply
+
 deadline = time.monotonic() + 20
 while time.monotonic() < deadline:
     try:
@@ -334,9 +339,7 @@ announced = screen.intern_atom("_NET_SUPPORTING_WM_CHECK")
 while WHEN == "announced" and time.monotonic() < deadline:
     if root.get_full_property(announced, 0) is not None:
         subprocess.run(["pkill", "-STOP", "-x", "openbox"])
-        print("held", flush=True)
-        time.sleep(HOLD_S)
-        print("released", flush=True)
+        hold()
         subprocess.run(["pkill", "-CONT", "-x", "openbox"])
         sys.exit()
     time.sleep(0.002)
@@ -348,9 +351,7 @@ while time.monotonic() < deadline:
             subprocess.run(["pkill", "-STOP", "-x", "openbox"])
             time.sleep(0.1)  # what openbox sent before it stopped reaches the server
             if unmanaged_while_held(mousepad):  # else it managed mousepad in the meantime
-                print("held", flush=True)
-                time.sleep(HOLD_S)
-                print("released", flush=True)  # before openbox goes on, so before any reply
+                hold()
             subprocess.run(["pkill", "-CONT", "-x", "openbox"])
         break
     time.sleep(0.005)
