@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from worldtrace.collectors.requirements import Requirements
 from worldtrace.schemas import Action, EnvironmentRef, Observation, PolicyRef
-from worldtrace.schemas.raw import RawEpisode, RawObservation
+from worldtrace.schemas.raw import RawEpisode, RawObservation, RawStep
 from worldtrace.schemas.records import PolicyKind
 
 if TYPE_CHECKING:
@@ -186,6 +186,16 @@ class Renderer(ABC):
     def action(self, action: Action) -> Action:
         """Return the canonical action (default: as recorded; domains re-render the text)."""
         return action
+
+    def action_error(self, step: RawStep) -> str | None:
+        """Return the transition's ``action_error`` (default: the error the step recorded).
+
+        One rule for every domain (the field's description in ``schemas.Transition``): the
+        environment's own report that the action failed: rejected, not finished, or run and
+        signalled as failed (a non-zero exit status, a tool result flagged as an error). A
+        domain whose older recordings missed such a failure derives it from the raw record.
+        """
+        return step.error
 
     def upgrade(self, episode: RawEpisode) -> RawEpisode:
         """Bring an episode recorded by an older collector to today's form (default: as is)."""

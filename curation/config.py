@@ -18,8 +18,11 @@ def registered_read_only_actions() -> tuple[str, ...]:
     return tuple(sorted({a for c in registered_collectors() for a in c.read_only_actions}))
 
 
-FilterMode = Literal["drop", "keep", "label"]
-"""``drop`` removes matching rows, ``label`` keeps them with a label, ``keep`` ignores the rule."""
+FilterMode = Literal["drop", "exclude", "label", "keep"]
+"""What a matched rule does. Curation keeps or drops whole episodes, never single rows:
+``drop`` drops the matching row's whole episode; ``exclude`` keeps the row in its episode
+(as history) but not as a training target; ``label`` only labels it; ``keep`` ignores the
+rule. Every mode but ``keep`` writes the rule into the row's ``curation.labels``."""
 
 
 class _Strict(BaseModel):
@@ -40,18 +43,23 @@ class FilterSettings(_Strict):
     """Row and episode filters, each with its own mode."""
 
     empty_observation: FilterMode = Field(
-        default="drop", description="observation or next observation text empty or truncated"
+        default="label",
+        description="observation or next observation text empty or truncated (an empty "
+        "result, such as an empty directory listing, is a real state: labelled, not removed)",
     )
     truncated_markers: tuple[str, ...] = Field(
         default=("[truncated]", "<truncated>"),
         description="an observation ending with one of these counts as truncated",
     )
     oversize_observation: FilterMode = Field(
-        default="drop", description="observation text longer than max_observation_chars"
+        default="exclude", description="observation text longer than max_observation_chars"
     )
     max_observation_chars: int = Field(default=200_000, ge=1)
     error_episode: FilterMode = Field(
-        default="drop", description="episodes whose share of action errors is too high"
+        default="label",
+        description="episodes whose share of action errors (``action_error``) is too high; "
+        "labelled by default, since predicting failures is part of what a world model learns "
+        "and an exploring policy's episodes are often mostly failed calls",
     )
     max_error_fraction: float = Field(
         default=0.5, ge=0, le=1, description="an episode above this error share is matched"

@@ -1,8 +1,10 @@
-"""Decontamination: drop transitions whose text overlaps user-supplied evaluation sets.
+"""Decontamination: drop the episodes whose text overlaps user-supplied evaluation sets.
 
 Eval sets are text files (each blank-line separated block is a sample) or JSONL files (string
-fields listed in the config, nested lists included). A transition is dropped when the share
-of its word n-grams found in the eval n-grams exceeds the threshold.
+fields listed in the config, nested lists included). A transition is contaminated when the
+share of its word n-grams found in the eval n-grams exceeds the threshold, and then its whole
+episode is dropped: every later row of the episode holds the contaminated state in its
+history, so removing the row alone would not remove the overlap and would break the episode.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from datatrove.data import DocumentsPipeline
 
 from worldtrace.curation.config import DecontamSettings
 from worldtrace.curation.documents import section_texts
+from worldtrace.curation.labels import drop_episode
 from worldtrace.curation.storage import Location
 from worldtrace.curation.tally import TallyStep
 
@@ -60,7 +63,7 @@ def eval_samples(path: Path, fields: tuple[str, ...]) -> Iterator[str]:
 
 
 class Decontaminate(TallyStep):
-    """Drops documents whose n-gram overlap with the eval sets is above the threshold."""
+    """Asks to drop the episode of every document whose overlap is above the threshold."""
 
     name = "🧪 decontaminate"
     tally_name = "decontam"
@@ -86,11 +89,10 @@ class Decontaminate(TallyStep):
         return len(grams & self.index()) / len(grams) if grams else 0.0
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> Iterator:
-        """Forward the documents that do not overlap the eval sets."""
+        """Forward every document, marking those that overlap the eval sets."""
         active = bool(self.settings.eval_files) and bool(self.index())
         for doc in data:
             if active and self.overlap("\n".join(section_texts(doc))) > self.settings.threshold:
-                self.tally(doc, "dropped:decontam")
-                continue
+                drop_episode(doc, "decontam")
             yield doc
         self.flush_tallies(rank)

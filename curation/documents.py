@@ -20,6 +20,7 @@ from datatrove.pipeline.readers.base import BaseDiskReader
 from worldtrace.curation.storage import Location, as_folder, describe, read_text, write_text
 from worldtrace.curation.tally import TallyStep
 from worldtrace.schemas import Transition, arrow_schema_of, from_row
+from worldtrace.schemas.arrow import upgrade_transition_table
 
 TRANSITION_COLUMNS: tuple[str, ...] = tuple(arrow_schema_of(Transition).names)
 
@@ -151,6 +152,7 @@ class TransitionReader(BaseDiskReader, TallyStep):
         except Exception as error:  # any unreadable file is quarantined, never fatal
             self._reject(filepath, f"unreadable parquet: {type(error).__name__}: {error}")
             return
+        table = upgrade_transition_table(table)
         missing = [name for name in TRANSITION_COLUMNS if name not in table.column_names]
         extra = [name for name in table.column_names if name not in TRANSITION_COLUMNS]
         if missing or extra:

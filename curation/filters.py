@@ -1,10 +1,17 @@
-"""Filters, each configurable as ``drop`` / ``keep`` / ``label``.
+"""Row and episode rules, each configurable as ``drop`` / ``exclude`` / ``label`` / ``keep``.
+
+The unit curation keeps or drops is the episode: a world model learns each transition in the
+context of its episode's history, so a kept episode has every step. A rule never removes a
+row from a kept episode; ``drop`` drops the matching row's whole episode, ``exclude`` keeps the
+row as history but not as a training target (see :mod:`worldtrace.curation.labels`).
 
 Row rules (:class:`TransitionFilter`): empty or truncated observations, observations above a
 size limit, and no-op transitions (next observation text identical to the observation; a
-separate mode applies to read-only actions). The episode rule needs all rows of an episode and
-runs in three steps like dedup: :class:`EpisodeErrorTally` (every rank), :class:`EpisodeErrorFind`
-(one task), :class:`EpisodeErrorFilter` (every rank).
+separate mode applies to read-only actions). Episode rules need every row of an episode and
+run in three steps like dedup: :class:`EpisodeTally` (every rank, first pass: rows, action
+errors and the rules asking to drop the episode), :class:`EpisodeVerdicts` (one task: which
+episodes are dropped, excluded or labelled, and why) and :class:`ApplyEpisodeVerdicts` (every
+rank, last pass).
 """
 
 from __future__ import annotations
@@ -12,37 +19,39 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterator
+from typing import Any
 
 from datatrove.data import Document, DocumentsPipeline
+from datatrove.pipeline.base import PipelineStep
 
 from worldtrace.curation.config import FilterMode, FilterSettings
 from worldtrace.curation.documents import section_texts
-from worldtrace.curation.labels import add_label
+from worldtrace.curation.labels import add_label, drop_episode, episode_drops_of, exclude
 from worldtrace.curation.storage import Location, as_folder, read_text, write_text
 from worldtrace.curation.tally import TallyStep
 
+VERDICTS_FILE = "verdicts.json"
+"""``{episode_id: {"drop": rule or null, "exclude": [rules], "label": [rules]}}``."""
 
-def apply_mode(step: TallyStep, doc: Document, rule: str, mode: FilterMode) -> bool:
-    """Apply ``mode`` for a matched ``rule``; return whether the document is kept."""
+
+def apply_mode(doc: Document, rule: str, mode: FilterMode) -> None:
+    """Mark ``doc`` as ``mode`` says for a matched ``rule``."""
     if mode == "drop":
-        step.tally(doc, f"dropped:{rule}")
-        return False
-    if mode == "label":
+        drop_episode(doc, rule)
+    elif mode == "exclude":
+        exclude(doc, rule)
+    elif mode == "label":
         add_label(doc, rule)
-        step.tally(doc, f"labelled:{rule}")
-    else:
-        step.tally(doc, f"kept:{rule}")
-    return True
 
 
-class TransitionFilter(TallyStep):
-    """Row-level rules: empty/truncated, oversize and no-op observations."""
+class TransitionFilter(PipelineStep):
+    """Row rules: empty/truncated, oversize and no-op observations. Forwards every row."""
 
+    type = "🧮 - CURATION"
     name = "🔻 transition filters"
-    tally_name = "filters"
 
-    def __init__(self, settings: FilterSettings, tally_folder: Location | None = None) -> None:
-        super().__init__(tally_folder)
+    def __init__(self, settings: FilterSettings) -> None:
+        super().__init__()
         self.settings = settings
 
     def matches(self, doc: Document) -> list[tuple[str, FilterMode]]:
@@ -66,84 +75,111 @@ class TransitionFilter(TallyStep):
         return found
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> Iterator:
-        """Forward the documents no rule drops."""
+        """Mark every document by the rules it matches and forward it."""
         for doc in data:
-            kept = True
             for rule, mode in self.matches(doc):
-                kept = apply_mode(self, doc, rule, mode) and kept
-            if kept:
-                yield doc
-        self.flush_tallies(rank)
+                apply_mode(doc, rule, mode)
+            yield doc
 
 
-class EpisodeErrorTally(TallyStep):
-    """Writes ``{episode_id: [rows, rows with an action error]}`` to ``<folder>/<rank>.json``."""
+class EpisodeTally(PipelineStep):
+    """Writes ``{episode_id: [rows, action errors, [drop rules]]}`` to ``<folder>/<rank>.json``."""
 
-    name = "🔻 episode errors 1"
+    type = "🧮 - CURATION"
+    name = "🔻 episodes 1"
 
     def __init__(self, folder: Location) -> None:
         super().__init__()
         self.folder = as_folder(folder)
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> Iterator:
-        """Count rows and errors per episode, forwarding every document."""
-        counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        """Count rows, errors and drop requests per episode, forwarding every document."""
+        counts: dict[str, list[Any]] = defaultdict(lambda: [0, 0, []])
         for doc in data:
             entry = counts[str(doc.metadata.get("episode_id"))]
             entry[0] += 1
             entry[1] += 1 if doc.metadata.get("action_error") else 0
+            entry[2] += [rule for rule in episode_drops_of(doc) if rule not in entry[2]]
             yield doc
         write_text(self.folder, f"{rank:05d}.json", json.dumps(counts, sort_keys=True))
 
 
-class EpisodeErrorFind(TallyStep):
-    """Sums the per-rank counts and writes the episodes above the error share, ``bad.json``."""
+def read_verdicts(folder: Location) -> dict[str, dict[str, Any]]:
+    """The episode verdicts :class:`EpisodeVerdicts` wrote in ``folder`` (empty if none)."""
+    return dict(json.loads(read_text(as_folder(folder), VERDICTS_FILE) or "{}"))
 
-    name = "🔻 episode errors 2"
 
-    def __init__(self, folder: Location, max_error_fraction: float) -> None:
+def dropped_episodes(folder: Location) -> set[str]:
+    """The episodes whose verdict is to drop them."""
+    return {episode for episode, v in read_verdicts(folder).items() if v.get("drop")}
+
+
+class EpisodeVerdicts(PipelineStep):
+    """Sums the per-rank tallies and decides each episode's fate (one task).
+
+    An episode is dropped when one of its rows asked for it (a rule in ``drop`` mode,
+    decontamination) or when its share of action errors is above ``max_error_fraction`` and
+    ``error_episode`` is ``drop``; with ``exclude`` or ``label`` that rule marks all its rows.
+    """
+
+    type = "🧮 - CURATION"
+    name = "🔻 episodes 2"
+
+    def __init__(self, folder: Location, settings: FilterSettings) -> None:
         super().__init__()
         self.folder = as_folder(folder)
-        self.max_error_fraction = max_error_fraction
+        self.settings = settings
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> Iterator:
-        """Aggregate across ranks (one task)."""
+        """Aggregate across ranks and write :data:`VERDICTS_FILE`."""
         if world_size != 1:
-            raise ValueError("episode error stage 2 runs as exactly one task")
+            raise ValueError("the episode verdicts run as exactly one task")
         yield from data or ()
-        totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        totals: dict[str, list[Any]] = defaultdict(lambda: [0, 0, []])
         for name in self.folder.list_files(glob_pattern="[0-9]*.json", recursive=False):
-            for episode, (rows, errors) in json.loads(read_text(self.folder, name) or "{}").items():
-                totals[episode][0] += rows
-                totals[episode][1] += errors
-        bad = sorted(
-            episode
-            for episode, (rows, errors) in totals.items()
-            if rows and errors / rows > self.max_error_fraction
-        )
-        write_text(self.folder, "bad.json", json.dumps(bad))
+            for episode, (rows, errors, drops) in json.loads(
+                read_text(self.folder, name) or "{}"
+            ).items():
+                total = totals[episode]
+                total[0] += rows
+                total[1] += errors
+                total[2] += [rule for rule in drops if rule not in total[2]]
+        verdicts: dict[str, dict[str, Any]] = {}
+        mode = self.settings.error_episode
+        for episode, (rows, errors, drops) in sorted(totals.items()):
+            rules = sorted(drops)
+            if rows and errors / rows > self.settings.max_error_fraction and mode != "keep":
+                if mode == "drop":
+                    rules.append("error_episode")
+                else:
+                    verdicts[episode] = {"drop": None, mode: ["error_episode"]}
+            if rules:
+                verdicts[episode] = {"drop": rules[0]}
+        write_text(self.folder, VERDICTS_FILE, json.dumps(verdicts, sort_keys=True))
 
 
-class EpisodeErrorFilter(TallyStep):
-    """Applies the ``error_episode`` mode to rows of the episodes listed in ``bad.json``."""
+class ApplyEpisodeVerdicts(TallyStep):
+    """Drops the rows of dropped episodes and marks the rows of excluded or labelled ones."""
 
-    name = "🔻 episode errors 3"
-    tally_name = "episode_filter"
+    name = "🔻 episodes 3"
+    tally_name = "episodes"
 
-    def __init__(
-        self, folder: Location, mode: FilterMode, tally_folder: Location | None = None
-    ) -> None:
+    def __init__(self, folder: Location, tally_folder: Location | None = None) -> None:
         super().__init__(tally_folder)
         self.folder = as_folder(folder)
-        self.mode = mode
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> Iterator:
-        """Forward documents, dropping or labelling rows of error-dominated episodes."""
-        bad = set(json.loads(read_text(self.folder, "bad.json") or "[]"))
+        """Forward the rows of kept episodes, marked by their episode's rules."""
+        verdicts = read_verdicts(self.folder)
         for doc in data:
-            if str(doc.metadata.get("episode_id")) in bad and not apply_mode(
-                self, doc, "error_episode", self.mode
-            ):
-                continue
+            verdict = verdicts.get(str(doc.metadata.get("episode_id")))
+            if verdict is not None:
+                if verdict.get("drop"):
+                    self.tally(doc, f"dropped:{verdict['drop']}")
+                    continue
+                for rule in verdict.get("exclude", []):
+                    exclude(doc, rule)
+                for rule in verdict.get("label", []):
+                    add_label(doc, rule)
             yield doc
         self.flush_tallies(rank)

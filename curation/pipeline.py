@@ -8,20 +8,28 @@ URL; every file is reached through datatrove's ``DataFolder`` (:mod:`.storage`).
 Output layout::
 
     <out>/transitions/<domain>/part-<rank>-NNNNN.parquet   curated transitions, shared schema
-    <out>/episodes.parquet      the inputs' episodes that still have transitions (if any)
+    <out>/episodes.parquet      the inputs' episodes that curation kept (if any)
     <out>/quarantine.jsonl      unreadable files, foreign schemas and invalid rows, with reasons
     <out>/stats.json            counts, rates and lengths per domain and environment version
     <out>/corpus.json           the manifest, with every input; written last
     <out>/.curation/            datatrove logs and completions per stage, intermediate files,
                                 the configuration and input fingerprint a resume must match
 
+**The episode is the unit.** A world model learns each transition in the context of its
+episode's history, so curation keeps or drops whole episodes and never leaves a hole in a
+kept one: its first state, every step and its final reward are written. Duplicates and rows a
+rule excludes stay as history and are marked ``curation.target = false`` (with
+``curation.duplicate_of``, ``duplicate_rule`` and ``labels`` saying why); training jobs and
+the exports take their targets by that column. Episodes are dropped only by a rule in
+``drop`` mode, by decontamination, or as error episodes when configured so.
+
 Stages (each a datatrove executor with its own logging folder, so a re-run skips completed
-tasks): ``prepare`` (episode error counts, exact-dedup hashes, MinHash signatures),
-``buckets`` and ``cluster`` (MinHash), ``resolve`` (exact duplicates, error episodes) and
-``write`` (the filters, dedup, scrubbing and the writer). Stages ``prepare`` and ``write`` read
-the same files with the same task count and the same deterministic prefix of steps, as
-datatrove's MinHash requires; ``write`` skips the rows ``prepare`` found invalid instead of
-validating every row again.
+tasks): ``prepare`` (the rules, episode tallies, ids, exact-dedup hashes, MinHash
+signatures), ``buckets`` and ``cluster`` (MinHash), ``resolve`` (episode verdicts, then the
+duplicate groups and their targets) and ``write`` (marks, episode verdicts, scrubbing and the
+writer). Stages ``prepare`` and ``write`` read the same files with the same task count and
+the same documents reach their dedup steps, as datatrove's MinHash requires; ``write`` skips
+the rows ``prepare`` found invalid instead of validating every row again.
 """
 
 from __future__ import annotations
@@ -54,21 +62,21 @@ from pydantic import BaseModel, Field
 from worldtrace.curation.config import CurationConfig
 from worldtrace.curation.decontam import Decontaminate
 from worldtrace.curation.dedup import (
-    DropMarkedDuplicates,
-    ExactDedupFilter,
     ExactDedupSignature,
-    exact_dedup_find,
+    FindDuplicates,
+    MarkDuplicates,
+    RecordIds,
     minhash_buckets,
     minhash_cluster,
-    minhash_filter,
     minhash_signature,
 )
 from worldtrace.curation.documents import TransitionReader
 from worldtrace.curation.filters import (
-    EpisodeErrorFilter,
-    EpisodeErrorFind,
-    EpisodeErrorTally,
+    ApplyEpisodeVerdicts,
+    EpisodeTally,
+    EpisodeVerdicts,
     TransitionFilter,
+    read_verdicts,
 )
 from worldtrace.curation.inputs import (
     CORPUS_MANIFEST,
@@ -93,7 +101,7 @@ from worldtrace.curation.storage import (
     write_json,
     write_text,
 )
-from worldtrace.curation.tally import Checkpoint
+from worldtrace.curation.tally import CountWritten
 from worldtrace.curation.writers import TransitionWriter
 from worldtrace.schemas.errors import InputError, SetupError
 from worldtrace.schemas.layouts import CorpusLayout, CorpusManifest
@@ -113,7 +121,9 @@ class CurationReport(BaseModel):
     output_dir: str = Field(description="the corpus: an absolute path or an fsspec URL")
     inputs: list[str] = Field(description="the runs and corpora curated into it")
     rows_in: int
-    rows_out: int
+    rows_out: int = Field(description="rows of the kept episodes, all written")
+    targets: int = Field(description="rows out that are training targets")
+    episodes_dropped: dict[str, int] = Field(description="episodes dropped, by rule")
     quarantined_files: int
     quarantined_rows: int
     stages_run: list[str]
@@ -132,46 +142,53 @@ class _Paths:
         self.paths_file = "inputs.txt"
         """In ``work``: datatrove's paths file, listing every input shard."""
         self.logs = subfolder(self.work, "logs")
+        self.ids = subfolder(self.work, "ids")
         self.exact_signatures = subfolder(self.work, "exact/signatures")
-        self.exact_duplicates = subfolder(self.work, "exact/duplicates")
+        self.duplicates = subfolder(self.work, "duplicates")
         self.episodes = subfolder(self.work, "episodes")
         self.sigs = subfolder(self.work, "minhash/signatures")
         self.buckets = subfolder(self.work, "minhash/buckets")
-        self.remove = subfolder(self.work, "minhash/remove")
+        self.clusters = subfolder(self.work, "minhash/clusters")
         self.tallies = subfolder(self.work, "tallies")
         self.quarantine = subfolder(self.work, "quarantine")
         self.validation = subfolder(self.work, "validation")
         self.transitions = subfolder(output, "transitions")
 
 
-def _prefix(config: CurationConfig, paths: _Paths, final: bool) -> list[PipelineStep]:
-    """The steps both read passes share; only the final pass quarantines and counts."""
-    tallies = paths.tallies if final else None
-    # the prepare pass validates every row and records the verdicts; the write pass reuses
-    # them, skipping the same rows so that positions line up for the dedup filters
-    reader = TransitionReader(
+def _reader(paths: _Paths, final: bool) -> TransitionReader:
+    """The reader of both passes; only the final pass quarantines and counts.
+
+    The first pass validates every row and records the verdicts; the final pass reuses them,
+    skipping the same rows, so that positions line up for the dedup marks.
+    """
+    return TransitionReader(
         paths.input,
         (paths.work, paths.paths_file),
         quarantine_folder=paths.quarantine if final else None,
-        tally_folder=tallies,
+        tally_folder=paths.tallies if final else None,
         validation_folder=paths.validation,
         reuse_validation=final,
     )
-    steps: list[PipelineStep] = [reader]
-    if not final:
-        steps.append(EpisodeErrorTally(paths.episodes))
-    steps += [
-        Decontaminate(config.decontam, tally_folder=tallies),
-        TransitionFilter(config.filters, tally_folder=tallies),
-    ]
-    return steps
 
 
 def _stages(config: CurationConfig, paths: _Paths) -> list[tuple[str, list[PipelineStep], int]]:
-    """Return ``(name, pipeline, tasks)`` for every stage, in order."""
+    """Return ``(name, pipeline, tasks)`` for every stage, in order.
+
+    ``prepare`` reads every row once: the rules mark it, the episode tallies count it, and
+    its exact and MinHash signatures and id are written. ``resolve`` decides every episode's
+    fate and finds the duplicates (their targets taken from kept episodes only). ``write``
+    reads the rows again, marks them, drops dropped episodes, scrubs and writes.
+    """
     tasks, minhash = config.tasks, config.minhash
-    prepare = _prefix(config, paths, final=False)
-    prepare.append(ExactDedupSignature(paths.exact_signatures))
+    prepare: list[PipelineStep] = [
+        _reader(paths, final=False),
+        Decontaminate(config.decontam),
+        TransitionFilter(config.filters),
+        EpisodeTally(paths.episodes),
+        RecordIds(paths.ids),
+    ]
+    if config.exact_dedup:
+        prepare.append(ExactDedupSignature(paths.exact_signatures))
     if minhash.enabled:
         prepare.append(minhash_signature(paths.sigs, minhash))
     stages: list[tuple[str, list[PipelineStep], int]] = [("prepare", prepare, tasks)]
@@ -179,29 +196,30 @@ def _stages(config: CurationConfig, paths: _Paths) -> list[tuple[str, list[Pipel
         stages.append(
             ("buckets", [minhash_buckets(paths.sigs, paths.buckets, minhash)], minhash.num_buckets)
         )
-        stages.append(("cluster", [minhash_cluster(paths.buckets, paths.remove, minhash)], 1))
+        stages.append(("cluster", [minhash_cluster(paths.buckets, paths.clusters, minhash)], 1))
     resolve: list[PipelineStep] = [
-        exact_dedup_find(paths.exact_signatures, paths.exact_duplicates),
-        EpisodeErrorFind(paths.episodes, config.filters.max_error_fraction),
+        EpisodeVerdicts(paths.episodes, config.filters),
+        FindDuplicates(
+            paths.ids,
+            paths.duplicates,
+            paths.exact_signatures if config.exact_dedup else None,
+            paths.clusters if minhash.enabled else None,
+            verdicts=paths.episodes,
+        ),
     ]
     stages.append(("resolve", resolve, 1))
     tallies = paths.tallies
-    write = _prefix(config, paths, final=True)
-    write.append(Checkpoint("before_minhash", tallies))
-    if config.exact_dedup:
-        write.append(ExactDedupFilter(paths.exact_duplicates, tally_folder=tallies))
-    if minhash.enabled:
-        write.append(minhash_filter(paths.remove))
-    write += [
-        Checkpoint("after_minhash", tallies),
-        DropMarkedDuplicates(tally_folder=tallies),
-        EpisodeErrorFilter(paths.episodes, config.filters.error_episode, tally_folder=tallies),
+    write: list[PipelineStep] = [
+        _reader(paths, final=True),
+        TransitionFilter(config.filters),
+        MarkDuplicates(paths.duplicates, tally_folder=tallies),
+        ApplyEpisodeVerdicts(paths.episodes, tally_folder=tallies),
     ]
     if config.scrub.enabled:
         write.append(ScrubStep(config.scrub, tally_folder=tallies))
     write += [
         TransitionWriter(paths.transitions, max_file_size=config.max_output_file_bytes),
-        Checkpoint("written", tallies),
+        CountWritten(tallies),
     ]
     stages.append(("write", write, tasks))
     return stages
@@ -636,7 +654,16 @@ def curate(
     _merge_quarantine(paths)
     episodes = _derive_episodes(paths)
     urls = [found.url for found in paths.inputs]
-    extra: dict[str, Any] = {"config": settings, "episodes_out": episodes, "inputs": urls}
+    dropped: dict[str, int] = {}
+    for verdict in read_verdicts(paths.episodes).values():
+        if verdict.get("drop"):
+            dropped[verdict["drop"]] = dropped.get(verdict["drop"], 0) + 1
+    extra: dict[str, Any] = {
+        "config": settings,
+        "episodes_out": episodes,
+        "episodes_dropped": dict(sorted(dropped.items())),
+        "inputs": urls,
+    }
     stats = build_stats(paths.transitions, paths.tallies, extra)
     write_stats(paths.output, "stats.json", stats)
     # Last: a corpus with a manifest is one curation finished (publishing checks it).
@@ -646,6 +673,8 @@ def curate(
         inputs=urls,
         rows_in=stats["total"]["rows_in"],
         rows_out=stats["total"]["rows_out"],
+        targets=stats["total"]["targets"],
+        episodes_dropped=stats["episodes_dropped"],
         quarantined_files=stats["quarantine"]["files"],
         quarantined_rows=stats["quarantine"]["rows"],
         stages_run=ran,

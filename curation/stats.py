@@ -25,45 +25,48 @@ def _rate(part: int, whole: int) -> float:
 def _group_counts(tallies: dict[str, Counter[str]]) -> dict[str, Counter[str]]:
     """Fold every tally into ``{"domain|env": Counter(event -> n)}``."""
     groups: dict[str, Counter[str]] = defaultdict(Counter)
-    for tally_name, counter in tallies.items():
+    for counter in tallies.values():
         for key, value in counter.items():
             domain, env, event = key.split("|", 2)
-            if tally_name.startswith("checkpoint_"):
-                event = tally_name.removeprefix("checkpoint_")
             groups[f"{domain}|{env}"][event] += value
     return groups
 
 
+def _by_rule(counts: Counter[str], prefix: str) -> dict[str, int]:
+    found = {k.removeprefix(prefix): v for k, v in counts.items() if k.startswith(prefix)}
+    return dict(sorted(found.items()))
+
+
 def _summary(counts: Counter[str]) -> dict[str, Any]:
-    read = counts["read"]
-    exact = counts["exact_duplicates"]
-    minhash_removed = counts["before_minhash"] - counts["after_minhash"]
-    near = minhash_removed - (exact - counts["dropped_after_minhash"])
-    written = counts["written"]
-    dropped = {k.removeprefix("dropped:"): v for k, v in counts.items() if k.startswith("dropped:")}
-    labelled = {
-        k.removeprefix("labelled:"): v for k, v in counts.items() if k.startswith("labelled:")
-    }
-    scrubbed = {
-        k.removeprefix("scrubbed:"): v for k, v in counts.items() if k.startswith("scrubbed:")
-    }
-    filtered = sum(v for k, v in dropped.items() if k != "decontam")
+    """The counts of one group: rows read and written, targets, and why the others are not.
+
+    ``rows_out`` are the rows of kept episodes, all written; ``targets`` those of them that are
+    training targets. ``dropped`` counts the rows of dropped episodes by the rule that dropped
+    them; ``copies`` rows two inputs both held, written once.
+    """
+    read, written, targets = counts["read"], counts["written"], counts["targets"]
+    exact, near = counts["duplicates:exact"], counts["duplicates:near"]
+    dropped = _by_rule(counts, "dropped:")
     return {
         "rows_in": read,
         "rows_out": written,
+        "targets": targets,
+        "copies": counts["copies"],
         "exact_duplicates": exact,
         "near_duplicates": near,
-        "dropped": dict(sorted(dropped.items())),
-        "labelled": dict(sorted(labelled.items())),
-        "scrubbed": dict(sorted(scrubbed.items())),
+        "dropped": dropped,
+        "excluded": _by_rule(counts, "excluded:"),
+        "labelled": _by_rule(counts, "labelled:"),
+        "scrubbed": _by_rule(counts, "scrubbed:"),
         "scrubbed_rows": counts["scrubbed_rows"],
         "rates": {
-            "exact_dedup": _rate(exact, read),
-            "near_dedup": _rate(near, read),
-            "filter": _rate(filtered, read),
+            "exact_dedup": _rate(exact, written),
+            "near_dedup": _rate(near, written),
+            "dropped": _rate(sum(dropped.values()), read),
             "decontam": _rate(dropped.get("decontam", 0), read),
             "scrub": _rate(counts["scrubbed_rows"], written),
             "kept": _rate(written, read),
+            "targets": _rate(targets, written),
         },
     }
 

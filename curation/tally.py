@@ -10,6 +10,7 @@ from datatrove.data import Document
 from datatrove.io import DataFolder
 from datatrove.pipeline.base import PipelineStep
 
+from worldtrace.curation.labels import EXCLUDED_KEY, curation_column
 from worldtrace.curation.storage import Location, as_folder, write_text
 
 ALL = "*"
@@ -62,19 +63,24 @@ def read_tallies(tally_folder: DataFolder) -> dict[str, Counter[str]]:
     return dict(sorted(result.items()))
 
 
-class Checkpoint(TallyStep):
-    """Counts the documents passing a point of the pipeline (``passed`` events)."""
+class CountWritten(TallyStep):
+    """Counts the rows written, the training targets among them and what marked the others."""
 
-    name = "checkpoint"
-
-    def __init__(self, name: str, tally_folder: Location | None = None) -> None:
-        super().__init__(tally_folder)
-        self.tally_name = f"checkpoint_{name}"
-        self.name = f"checkpoint {name}"
+    name = "checkpoint written"
+    tally_name = "written"
 
     def run(self, data: Any, rank: int = 0, world_size: int = 1) -> Any:
-        """Forward every document, counting it."""
+        """Forward every document, counting it and its marks."""
         for doc in data:
-            self.tally(doc, "passed")
+            self.tally(doc, "written")
+            marks = curation_column(doc)
+            if marks["target"]:
+                self.tally(doc, "targets")
+            if marks["duplicate_rule"]:
+                self.tally(doc, f"duplicates:{marks['duplicate_rule']}")
+            for rule in doc.metadata.get(EXCLUDED_KEY, []):
+                self.tally(doc, f"excluded:{rule}")
+            for rule in marks["labels"]:
+                self.tally(doc, f"labelled:{rule}")
             yield doc
         self.flush_tallies(rank)

@@ -1,13 +1,13 @@
 """Documents back to transition parquet shards with the shared schema.
 
 Files are ``transitions/<domain>/part-<rank>-<NNNNN>.parquet`` with ``arrow_schema_of(Transition)``
-(so ``datasets`` decodes screenshots as images). Curation labels go into the
-``next_observation.meta`` JSON under ``"labels"``; no column is added.
+(so ``datasets`` decodes screenshots as images). The ``curation`` column is made from the
+marks the steps left on the document (:func:`worldtrace.curation.labels.curation_column`),
+whatever the input row held: a corpus curated again is marked afresh.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -15,21 +15,15 @@ from datatrove.data import Document
 from datatrove.pipeline.writers.parquet import ParquetWriter
 
 from worldtrace.curation.documents import TRANSITION_COLUMNS
-from worldtrace.curation.labels import labels_of
+from worldtrace.curation.labels import curation_column
 from worldtrace.curation.storage import Location, as_folder
 from worldtrace.schemas import Transition, arrow_schema_of
 
 
 def row_of(doc: Document) -> dict[str, Any]:
-    """Return the transition row of a document, with its labels merged into the meta JSON."""
+    """Return the transition row of a document, its ``curation`` column from its marks."""
     row = {name: doc.metadata.get(name) for name in TRANSITION_COLUMNS}
-    labels = labels_of(doc)
-    if labels:
-        next_observation = dict(row["next_observation"])
-        meta = json.loads(next_observation.get("meta") or "{}")
-        meta["labels"] = sorted(set(meta.get("labels", [])) | set(labels))
-        next_observation["meta"] = json.dumps(meta, sort_keys=True, ensure_ascii=False)
-        row["next_observation"] = next_observation
+    row["curation"] = curation_column(doc)
     return row
 
 

@@ -112,6 +112,8 @@ def curate_run(pipeline_file: str, sha256: str) -> dict[str, Any]:
         "corpus": str(report.output_dir),
         "rows_in": report.rows_in,
         "rows_out": report.rows_out,
+        "targets": report.targets,
+        "episodes_dropped": report.episodes_dropped,
         "quarantined_rows": report.quarantined_rows,
     }
 

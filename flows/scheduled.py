@@ -150,6 +150,7 @@ def curate_scheduled(pipeline_file: str, sha256: str, prefix: str, run_name: str
         "runs": len(runs),
         "rows_in": report.rows_in,
         "rows_out": report.rows_out,
+        "targets": report.targets,
         "quarantined_rows": report.quarantined_rows,
     }
 

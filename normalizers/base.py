@@ -50,7 +50,7 @@ def episode_records(
                     "observation": observation,
                     "action": renderer.action(step.action),
                     "next_observation": next_observation,
-                    "action_error": step.error,
+                    "action_error": renderer.action_error(step),
                     "reward": reward,
                     "terminated": step.terminated or (is_last and end.status == "completed"),
                     "truncated": step.truncated or (is_last and end.status == "truncated"),

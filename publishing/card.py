@@ -68,9 +68,16 @@ def configs(shards: dict[str, list[str]]) -> list[dict[str, Any]]:
 
 
 CURATED_TEXT = (
-    "Curated with worldtrace (datatrove): exact and near-duplicate transitions removed, "
-    "filters for empty, oversized and error-dominated episodes applied, secrets and personal "
-    "data replaced by typed placeholders; the statistics are in `meta/curation_stats.json`."
+    "Curated with worldtrace (datatrove): episodes are kept or dropped whole, so every "
+    "published episode has all its steps, its first state and its final reward. Exact and "
+    "near-duplicate transitions, and rows a filter excluded, stay in their episode as "
+    "history and are marked `curation.target = false` (with `curation.duplicate_of`, "
+    "`curation.duplicate_rule` and `curation.labels` saying why); secrets and personal data "
+    "are replaced by typed placeholders; the statistics are in `meta/curation_stats.json`."
+)
+TARGETS_TEXT = (
+    "Every row is a step of a whole episode, for the history a world model reads; train on "
+    "the rows whose `curation.target` is true (a duplicate would weigh its transition twice):"
 )
 UNCURATED_TEXT = (
     "**Not curated.** These transitions were published as collected, with `--uncurated`: no "
@@ -182,7 +189,7 @@ def render_card(
         "worldtrace: each row is one observation → action → next "
         "observation step, with the environment version it came from.",
         "",
-        f"- Rows: {summary['rows']:,}",
+        f"- Rows: {summary['rows']:,} (training targets: {summary['targets']:,})",
         f"- Episodes: {summary['episodes']:,}",
         f"- Domains: {', '.join(sorted(domains)) or '-'}",
         f"- Schema version: {SCHEMA_VERSION}",
@@ -201,6 +208,20 @@ def render_card(
         f"Configs: `{ALL_CONFIG}` (every domain) and one per domain: "
         + ", ".join(f"`{d}`" for d in sorted(domains))
         + ".",
+        "",
+        "## Training targets",
+        "",
+        TARGETS_TEXT,
+        "",
+        "```python",
+        'targets = ds.filter(lambda row: row["curation"]["target"])  # datasets',
+        'targets = pl.scan_parquet("hf://datasets/<repo>/data/*/*.parquet").filter(',
+        '    pl.col("curation").struct.field("target")',
+        ")  # polars",
+        "```",
+        "",
+        "`worldtrace export` writes one training example per target, with the episode's "
+        "earlier steps as its history.",
         "",
         "## Per-domain statistics",
         "",

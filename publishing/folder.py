@@ -49,6 +49,7 @@ import pyarrow.parquet as pq
 from worldtrace.publishing.card import ALL_CONFIG, render_card
 from worldtrace.publishing.inspect import arrow_row_stats, summarize_stats
 from worldtrace.schemas import SCHEMA_VERSION, Episode, Transition, arrow_schema_of
+from worldtrace.schemas.arrow import upgrade_transition_table
 from worldtrace.schemas.errors import InputError
 from worldtrace.schemas.layouts import LAYOUT_VERSION, CorpusLayout
 from worldtrace.schemas.storage import RemoteFolder, is_remote, local_path
@@ -185,7 +186,8 @@ def _read_corpus(files: list[Path], schema: pa.Schema) -> Iterator[tuple[pa.Tabl
         try:
             handle = pq.ParquetFile(source)
             for batch in handle.iter_batches(batch_size=ROWS_PER_ROW_GROUP):
-                table = _conform(pa.Table.from_batches([batch]), schema, source)
+                batch_table = upgrade_transition_table(pa.Table.from_batches([batch]))
+                table = _conform(batch_table, schema, source)
                 if table["domain"].null_count:
                     raise PublishError(f"{source}: rows without a domain")
                 yield table, arrow_row_stats(table)
@@ -226,9 +228,9 @@ def _write_transitions(corpus_dir: Path, out: Path, limit: int) -> _Written:
 def _write_episodes(corpus_dir: Path, out: Path, stats: pa.Table) -> int:
     """Write ``meta/episodes.parquet`` with each episode's published length.
 
-    Curation drops transitions (duplicates, filtered or contaminated steps), so an episode's
-    recorded ``length`` overstates what the shards hold: it is replaced by the number of rows
-    of that episode actually published (0 when none survived).
+    An episode's ``length`` is the number of its rows published: curation keeps episodes
+    whole, so it equals the recorded length unless the folder was published from a partial
+    corpus (0 when none of its rows is there).
     """
     schema = arrow_schema_of(Episode)
     source = corpus_dir / "episodes.parquet"

@@ -75,11 +75,24 @@ def scan(path: str) -> pl.LazyFrame:
 # The per-row inputs of :func:`summarize`. Publishing computes them with pyarrow from the
 # batches it writes (:func:`arrow_row_stats`) instead of reading the shards back.
 ENV_KEYS: tuple[str, ...] = ("env_name", "env_version", "env_config_hash", "env_components")
-STAT_COLUMNS: tuple[str, ...] = ("domain", "episode_id", *ENV_KEYS, "_obs_len", "_noop", "_error")
+STAT_COLUMNS: tuple[str, ...] = (
+    "domain",
+    "episode_id",
+    *ENV_KEYS,
+    "_obs_len",
+    "_noop",
+    "_error",
+    "_target",
+)
 
 
 def row_stats(frame: pl.LazyFrame) -> pl.LazyFrame:
-    """Return the :data:`STAT_COLUMNS` of a flattened transitions frame (see :func:`scan`)."""
+    """Return the :data:`STAT_COLUMNS` of a flattened transitions frame (see :func:`scan`).
+
+    Shards of schema 1.0 have no ``curation`` column: their rows are all targets.
+    """
+    names = frame.collect_schema().names()
+    target = pl.col("curation_target") if "curation_target" in names else pl.lit(True)
     return frame.select(
         "domain",
         "episode_id",
@@ -87,6 +100,7 @@ def row_stats(frame: pl.LazyFrame) -> pl.LazyFrame:
         pl.col("observation_text").str.len_chars().alias("_obs_len"),
         (pl.col("observation_text") == pl.col("next_observation_text")).alias("_noop"),
         pl.col("action_error").is_not_null().alias("_error"),
+        target.alias("_target"),
     )
 
 
@@ -110,6 +124,7 @@ def arrow_row_stats(table: pa.Table) -> pa.Table:
         "_obs_len": pc.utf8_length(observation).cast(pa.uint32()),
         "_noop": pc.equal(observation, after),
         "_error": pc.is_valid(table["action_error"]),
+        "_target": pc.struct_field(table["curation"], "target"),
     }
     return pa.table(columns)
 
@@ -118,9 +133,10 @@ def summarize(path: str | pl.LazyFrame) -> dict[str, Any]:
     """Return the headline numbers of a corpus.
 
     ``path`` is anything :func:`scan` accepts, or an already flattened frame. Keys: ``rows``,
-    ``episodes``, ``noop_rate``, ``action_error_rate``, ``domains`` (per domain: rows,
-    episodes, mean and quantile observation lengths in characters, no-op and action error
-    rates) and ``environments`` (one entry per distinct environment version with its row
+    ``targets`` (rows that are training targets: ``curation.target``), ``episodes``,
+    ``noop_rate``, ``action_error_rate``, ``domains`` (per domain: rows, targets, episodes,
+    mean and quantile observation lengths in characters, no-op and action error rates) and
+    ``environments`` (one entry per distinct environment version with its row
     count). A no-op is a transition whose next observation text equals its observation text.
     """
     return summarize_stats(row_stats(path if isinstance(path, pl.LazyFrame) else scan(path)))
@@ -131,6 +147,7 @@ def summarize_stats(stats: pl.LazyFrame | pl.DataFrame) -> dict[str, Any]:
     frame = stats.lazy()
     overall = frame.select(
         pl.len().alias("rows"),
+        pl.col("_target").sum().alias("targets"),
         pl.col("episode_id").n_unique().alias("episodes"),
         pl.col("_noop").mean().alias("noop_rate"),
         pl.col("_error").mean().alias("action_error_rate"),
@@ -139,6 +156,7 @@ def summarize_stats(stats: pl.LazyFrame | pl.DataFrame) -> dict[str, Any]:
         frame.group_by("domain")
         .agg(
             pl.len().alias("rows"),
+            pl.col("_target").sum().alias("targets"),
             pl.col("episode_id").n_unique().alias("episodes"),
             pl.col("_obs_len").mean().alias("obs_len_mean"),
             *[
@@ -171,6 +189,7 @@ def summarize_stats(stats: pl.LazyFrame | pl.DataFrame) -> dict[str, Any]:
     rows = int(head.get("rows") or 0)
     return {
         "rows": rows,
+        "targets": int(head.get("targets") or 0),
         "episodes": int(head.get("episodes") or 0),
         "noop_rate": float(head["noop_rate"]) if rows else 0.0,
         "action_error_rate": float(head["action_error_rate"]) if rows else 0.0,
@@ -186,6 +205,7 @@ def _rate(value: float | None) -> str:
 DOMAIN_COLUMNS: tuple[str, ...] = (
     "domain",
     "rows",
+    "targets",
     "episodes",
     "obs len mean",
     *(f"obs len p{round(q * 100)}" for q in QUANTILES),
@@ -199,6 +219,7 @@ def domain_cells(name: str, row: dict[str, Any]) -> list[str]:
     return [
         name,
         f"{row['rows']:,}",
+        f"{row['targets']:,}",
         f"{row['episodes']:,}",
         f"{row['obs_len_mean']:.0f}",
         *[f"{row[f'obs_len_p{round(q * 100)}']}" for q in QUANTILES],
@@ -210,10 +231,19 @@ def domain_cells(name: str, row: dict[str, Any]) -> list[str]:
 def render(summary: dict[str, Any]) -> list[Table]:
     """Return rich tables of a :func:`summarize` result: overview, domains, environments."""
     overview = Table(title="Corpus")
-    for column in ("rows", "episodes", "domains", "environment versions", "no-op", "action errors"):
+    for column in (
+        "rows",
+        "targets",
+        "episodes",
+        "domains",
+        "environment versions",
+        "no-op",
+        "action errors",
+    ):
         overview.add_column(column, justify="right")
     overview.add_row(
         f"{summary['rows']:,}",
+        f"{summary['targets']:,}",
         f"{summary['episodes']:,}",
         str(len(summary["domains"])),
         str(len(summary["environments"])),

@@ -15,10 +15,17 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 import pyarrow as pa
-from datasets import Features, Image, Value
+from datasets import Features, Image, List, Value
 from pydantic import BaseModel
 
-from worldtrace.schemas.records import SCHEMA_VERSION, ImageColumn, JsonColumn, Record
+from worldtrace.schemas.records import (
+    SCHEMA_VERSION,
+    Curation,
+    ImageColumn,
+    JsonColumn,
+    Record,
+    Transition,
+)
 
 SCHEMA_VERSION_KEY = b"worldtrace.schema_version"
 RECORD_KEY = b"worldtrace.record"
@@ -84,6 +91,10 @@ def _feature_for(column: _Column) -> Any:
         return features_of(column.base)
     if get_origin(column.base) is Literal:
         return Value("string")
+    if get_origin(column.base) in (tuple, list):
+        item = get_args(column.base)[0]
+        if item in _SCALARS:
+            return List(Value(_SCALARS[item]))
     if column.base in _SCALARS:
         return Value(_SCALARS[column.base])
     raise TypeError(f"no column type for field {column.name!r} ({column.base!r})")
@@ -94,10 +105,29 @@ def features_of(model: type[BaseModel]) -> Features:
     return Features({column.name: _feature_for(column) for column in _columns(model)})
 
 
+def _parquet_lists(data_type: pa.DataType) -> pa.DataType:
+    """``data_type`` with every list's item named ``element``, as parquet files store it."""
+    if pa.types.is_struct(data_type):
+        return pa.struct(
+            [field.with_type(_parquet_lists(field.type)) for field in data_type]  # type: ignore[attr-defined]
+        )
+    if pa.types.is_list(data_type):
+        item = data_type.value_field  # type: ignore[attr-defined]
+        return pa.list_(pa.field("element", _parquet_lists(item.type), item.nullable))
+    return data_type
+
+
 @functools.cache
 def arrow_schema_of(model: type[BaseModel]) -> pa.Schema:
-    """Return the Arrow schema of ``model`` with the ``datasets`` and worldtrace metadata."""
+    """Return the Arrow schema of ``model`` with the ``datasets`` and worldtrace metadata.
+
+    List items are named ``element`` (``datasets`` says ``item``): a shard read back from
+    parquet then has exactly this schema.
+    """
     schema = features_of(model).arrow_schema
+    schema = pa.schema(
+        [field.with_type(_parquet_lists(field.type)) for field in schema], schema.metadata
+    )
     metadata = dict(schema.metadata or {})
     metadata[SCHEMA_VERSION_KEY] = SCHEMA_VERSION.encode()
     metadata[RECORD_KEY] = model.__name__.encode()
@@ -113,6 +143,8 @@ def _to_cell(value: Any, column: _Column) -> Any:
         return {"bytes": value, "path": None}
     if column.kind == "model":
         return to_row(value)
+    if isinstance(value, tuple):
+        return list(value)
     return value
 
 
@@ -152,3 +184,16 @@ def from_row(model: type[R], row: dict[str, Any]) -> R:
 def to_table(records: list[BaseModel], model: type[BaseModel]) -> pa.Table:
     """Return an Arrow table of ``records`` with the schema of ``model``."""
     return pa.Table.from_pylist([to_row(r) for r in records], schema=arrow_schema_of(model))
+
+
+def upgrade_transition_table(table: pa.Table) -> pa.Table:
+    """Return a transitions table of an older schema in the current one's columns.
+
+    Schema 1.0 had no ``curation`` column: its rows are all training targets. Tables of the
+    current schema are returned as they are.
+    """
+    if "curation" in table.column_names or "id" not in table.column_names:
+        return table
+    field = arrow_schema_of(Transition).field("curation")
+    default = Curation().model_dump(mode="json")
+    return table.append_column(field, pa.array([default] * table.num_rows, type=field.type))

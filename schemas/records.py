@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from worldtrace.schemas.errors import InputError, validation_problems
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
+"""1.1 added the ``curation`` column (training-target marks); 1.0 shards read as all targets."""
 
 DOMAINS: tuple[str, ...] = ("terminal", "swe", "mcp", "search", "web", "os", "android")
 """The seven domains of the design. A package may register another (see the registry)."""
@@ -25,6 +26,7 @@ Domain = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
 """A domain's name: one of :data:`DOMAINS` or another registered domain's."""
 
 PolicyKind = Literal["script", "explore", "llm", "replay", "human"]
+DuplicateRule = Literal["exact", "near"]
 EpisodeStatus = Literal["completed", "truncated", "failed", "interrupted"]
 
 
@@ -119,6 +121,45 @@ class Source(Record):
     licence: str = Field(min_length=1)
 
 
+class Curation(Record):
+    """What curation decided about one row of a kept episode.
+
+    Curation keeps or drops whole episodes, so a kept episode has every step, its first state
+    and its final reward. A row that should not be learned from (a duplicate, or a row a rule
+    excludes) stays for its episode's history and is marked ``target=False``; training jobs
+    take their targets with ``curation.target`` (see the dataset card), exports do the same.
+    Rows that were never curated are all targets.
+    """
+
+    target: bool = Field(
+        default=True,
+        description="a training target: false for duplicates and rows a rule excluded, which "
+        "stay in their episode as history",
+    )
+    duplicate_of: str | None = Field(
+        default=None, description="id of the row this one duplicates (the one kept as target)"
+    )
+    duplicate_rule: DuplicateRule | None = Field(
+        default=None,
+        description="`exact`: same environment version, observation, action (name, arguments, "
+        "text), next observation, error and reward; `near`: MinHash, the same action and "
+        "outcome making the same change to a nearly identical state",
+    )
+    labels: tuple[str, ...] = Field(
+        default=(),
+        description="the rules the row matched (`noop`, `empty_or_truncated`, `oversize`, "
+        "`error_episode` …), whatever they decided",
+    )
+
+    @model_validator(mode="after")
+    def _duplicates_are_not_targets(self) -> Curation:
+        if (self.duplicate_of is None) != (self.duplicate_rule is None):
+            raise ValueError("duplicate_of and duplicate_rule are set together")
+        if self.duplicate_of is not None and self.target:
+            raise ValueError("a duplicate is never a training target")
+        return self
+
+
 class Transition(Record):
     """One row of the corpus: observation → action → next observation."""
 
@@ -132,12 +173,21 @@ class Transition(Record):
     observation: Observation
     action: Action
     next_observation: Observation
-    action_error: str | None = None
+    action_error: str | None = Field(
+        default=None,
+        description="the environment's own report that the action failed, else null. An "
+        "action fails when the environment rejected it (malformed, unknown tool, element or "
+        "key, invalid arguments), could not finish it (a timeout, a sandbox, server or browser "
+        "that died), or ran it and signalled failure in its own terms (a command's non-zero "
+        "exit status, a tool result flagged as an error). What the agent sees of the failure "
+        "is in the next observation either way",
+    )
     reward: float = 0.0
     terminated: bool = False
     truncated: bool = False
     timing: Timing
     source: Source
+    curation: Curation = Field(default_factory=Curation)
 
     @model_validator(mode="after")
     def _id_matches_episode_and_step(self) -> Transition:

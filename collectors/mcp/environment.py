@@ -30,7 +30,7 @@ from pydantic import Field, field_validator, model_validator
 
 from worldtrace.collectors.base import EnvironmentConfig, StepOutcome, TaskSetupError
 from worldtrace.collectors.driven import LAST_LOOK_TIMEOUT_S, DriverEnvironment
-from worldtrace.collectors.mcp.render import McpRenderer
+from worldtrace.collectors.mcp.render import McpRenderer, call_error
 from worldtrace.collectors.mcp.servers import IMAGE_TAG, SERVERS
 from worldtrace.collectors.mcp.state import state_diff
 from worldtrace.collectors.mcp.tasks import CheckContext
@@ -364,17 +364,4 @@ class CheckCommandError(RuntimeError):
     """A command a task's check ran in the sandbox failed."""
 
 
-def call_error(observation: Mapping[str, Any]) -> str | None:
-    """The step's error: a JSON-RPC error, a timeout, or the server's exit."""
-    error = observation.get("protocol_error")
-    if isinstance(error, Mapping):
-        return f"JSON-RPC error {error.get('code')}: {error.get('message', '')}"
-    if observation.get("timed_out"):
-        return f"timed out after {float(observation.get('timeout_s') or 0):g}s"
-    exited = observation.get("server_exited")
-    if exited is not None:
-        return f"the server exited with code {(exited or {}).get('code')}"
-    return None
-
-
-__all__ = ["CheckCommandError", "McpConfig", "McpEnvironment", "call_error"]
+__all__ = ["CheckCommandError", "McpConfig", "McpEnvironment"]

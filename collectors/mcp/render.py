@@ -35,7 +35,7 @@ from typing import Any
 from worldtrace.collectors.base import Renderer
 from worldtrace.collectors.tool_calls import canonical_text
 from worldtrace.schemas import Action, Observation
-from worldtrace.schemas.raw import RawObservation
+from worldtrace.schemas.raw import RawObservation, RawStep
 
 FORMAT = "tool-result"
 
@@ -117,6 +117,33 @@ def render_session(raw: Mapping[str, Any]) -> str:
     )
 
 
+TOOL_ERROR_CHARS = 200
+"""The longest tool error message an ``action_error`` repeats (the whole is in the text)."""
+
+
+def call_error(raw: Mapping[str, Any]) -> str | None:
+    """How a call failed, by the record's ``action_error`` rule (see ``schemas.Transition``).
+
+    A JSON-RPC error, a timeout, the server's exit, or a result the server flagged
+    ``isError`` (the tool ran and reported failure), with the first line of its text.
+    """
+    error = raw.get("protocol_error")
+    if isinstance(error, Mapping):
+        return f"JSON-RPC error {error.get('code')}: {error.get('message', '')}"
+    if raw.get("timed_out"):
+        return f"timed out after {float(raw.get('timeout_s') or 0):g}s"
+    exited = raw.get("server_exited")
+    if exited is not None:
+        return f"the server exited with code {(exited or {}).get('code')}"
+    result = raw.get("result")
+    if isinstance(result, Mapping) and result.get("isError"):
+        texts = [b.get("text") for b in result.get("content") or () if isinstance(b, Mapping)]
+        first = next((t.strip().splitlines()[0] for t in texts if t and t.strip()), "")
+        message = first[:TOOL_ERROR_CHARS] + ("…" if len(first) > TOOL_ERROR_CHARS else "")
+        return f"tool error: {message}" if message else "tool error"
+    return None
+
+
 def is_call(raw: Mapping[str, Any]) -> bool:
     """Whether a raw observation answers a tool call (not the session's start)."""
     return "tool" in raw
@@ -165,10 +192,19 @@ class McpRenderer(Renderer):
         """Re-render the canonical text from the name and arguments."""
         return action.model_copy(update={"text": canonical_text(action.name, action.arguments)})
 
+    def action_error(self, step: RawStep) -> str | None:
+        """Return the recorded error, or how the call failed by :func:`call_error`.
+
+        Episodes recorded before tool errors counted as failures have ``isError`` results
+        with no error.
+        """
+        return step.error or call_error(step.observation)
+
 
 __all__ = [
     "FORMAT",
     "McpRenderer",
+    "call_error",
     "canonical_json",
     "is_call",
     "render_block",

@@ -65,11 +65,13 @@ def read_output(out: Path) -> pl.DataFrame:
     return pl.read_parquet(sorted((out / "transitions").glob("*/*.parquet")))
 
 
-def meta_labels(frame: pl.DataFrame) -> dict[str, list[str]]:
-    return {
-        row["id"]: json.loads(row["next_observation"]["meta"]).get("labels", [])
-        for row in frame.iter_rows(named=True)
-    }
+def marks(frame: pl.DataFrame) -> dict[str, dict[str, object]]:
+    """Every row's ``curation`` column by id."""
+    return {row["id"]: row["curation"] for row in frame.iter_rows(named=True)}
+
+
+def labels_by_id(frame: pl.DataFrame) -> dict[str, list[str]]:
+    return {row_id: list(mark["labels"]) for row_id, mark in marks(frame).items()}  # type: ignore[call-overload]
 
 
 @pytest.fixture(scope="module")
@@ -77,21 +79,25 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     root = tmp_path_factory.mktemp("curation")
     run = root / "run"
     changed = PROSE.replace("lazy", "sleepy")
+    echo, done = "$ echo done", "$ echo done\ndone"
     secrets_text = " ".join(SECRETS.values())
     terminal = [
-        step("ep-a", 0, PROSE, PROSE + " done"),
+        step("ep-a", 0, f"{PROSE}\n{echo}", f"{PROSE}\n{done}"),
         step("ep-a", 1, "$ ls", "file.txt"),
         # exact duplicate of ep-a:1 in another episode
         step("ep-b", 0, "$ ls", "file.txt"),
-        # near duplicate of ep-a:0 (one word changed)
-        step("ep-b", 1, changed, changed + " done"),
+        # near duplicate of ep-a:0: one word of the state changed, the same change made
+        step("ep-b", 1, f"{changed}\n{echo}", f"{changed}\n{done}"),
+        # the same state and action as ep-a:0, but the action changed other lines
+        step("ep-b", 2, f"{PROSE}\n{echo}", f"{PROSE}\n$ echo done\nfailed"),
         # screens differing only in their numbers are kept
         step("ep-c", 0, numbers_screen(1), numbers_screen(2)),
         step("ep-c", 1, numbers_screen(3), numbers_screen(4)),
         step(
             "ep-d",
             0,
-            f"export KEYS='{secrets_text}'\n{PEM}\nmail bob@example.com at 8.8.4.4 or 2001:db8::1",
+            f"export KEYS='{secrets_text}'\n{PEM}\nmail bob@corp-mail.io at 8.8.4.4 or "
+            "2a03:2880:f003:c07:face:b00c::2",
             "git clone https://alice:hunter2@github.com/org/repo.git",
             task="token ghp_" + "Q" * 36,
             action=Action(
@@ -160,7 +166,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     )
     config = CurationConfig(
         decontam={"eval_files": [evals], "n_grams": 4, "threshold": 0.5},
-        filters={"max_error_fraction": 0.5},
+        filters={"max_error_fraction": 0.5, "error_episode": "drop"},
     )
     out = root / "out"
     report = curate(run, out, config)
@@ -168,35 +174,55 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     return run, out, root
 
 
-def test_dedup_keeps_first_and_numbers_matter(corpus: tuple[Path, Path, Path]) -> None:
+def test_duplicates_stay_in_their_episode_marked_with_the_row_they_duplicate(
+    corpus: tuple[Path, Path, Path],
+) -> None:
     _, out, _ = corpus
-    ids = set(read_output(out)["id"])
-    assert {"ep-a:00000", "ep-a:00001"} <= ids
-    assert "ep-b:00000" not in ids  # exact duplicate
-    assert "ep-b:00001" not in ids  # near duplicate
-    assert {"ep-c:00000", "ep-c:00001"} <= ids  # different numbers are different states
+    found = marks(read_output(out))
+    # every step of every kept episode is written
+    assert {"ep-a:00000", "ep-a:00001", "ep-b:00000", "ep-b:00001", "ep-b:00002"} <= set(found)
+    assert found["ep-a:00000"]["target"] and found["ep-a:00001"]["target"]
+    exact, near = found["ep-b:00000"], found["ep-b:00001"]
+    assert (exact["target"], exact["duplicate_of"], exact["duplicate_rule"]) == (
+        False,
+        "ep-a:00001",
+        "exact",
+    )
+    assert (near["target"], near["duplicate_of"], near["duplicate_rule"]) == (
+        False,
+        "ep-a:00000",
+        "near",
+    )
+    # the same state and action with another outcome is a transition of its own
+    assert found["ep-b:00002"]["target"] and found["ep-b:00002"]["duplicate_of"] is None
+    # screens differing only in their numbers are different states
+    assert found["ep-c:00000"]["target"] and found["ep-c:00001"]["target"]
     stats = json.loads((out / "stats.json").read_text())
     assert stats["total"]["exact_duplicates"] == 1
     assert stats["total"]["near_duplicates"] == 1
+    assert stats["total"]["targets"] == stats["total"]["rows_out"] - 2
 
 
-def test_decontam_and_error_episodes_dropped(corpus: tuple[Path, Path, Path]) -> None:
+def test_decontam_and_error_episodes_drop_whole_episodes(
+    corpus: tuple[Path, Path, Path],
+) -> None:
     _, out, _ = corpus
     ids = set(read_output(out)["id"])
-    assert "ep-e:00000" not in ids
-    assert not any(i.startswith("ep-f") for i in ids)
+    assert not any(i.startswith(("ep-e:", "ep-f:")) for i in ids)
     stats = json.loads((out / "stats.json").read_text())
-    assert stats["total"]["dropped"]["decontam"] == 1
-    assert stats["total"]["dropped"]["error_episode"] == 3
+    assert stats["total"]["dropped"] == {"decontam": 1, "error_episode": 3}
+    assert stats["episodes_dropped"] == {"decontam": 1, "error_episode": 1}
+    episodes = set(pl.read_parquet(out / "episodes.parquet")["episode_id"])
+    assert "ep-e" not in episodes and "ep-f" not in episodes
 
 
 def test_scrubbing_every_kind(corpus: tuple[Path, Path, Path]) -> None:
     _, out, _ = corpus
     row = read_output(out).filter(pl.col("id") == "ep-d:00000").row(0, named=True)
     blob = json.dumps(row, default=str)
-    for secret in [*SECRETS.values(), "MIIEowIBAAKCAQEA", "bob@example.com", "8.8.4.4", "hunter2"]:
+    for secret in [*SECRETS.values(), "MIIEowIBAAKCAQEA", "bob@corp-mail.io", "8.8.4.4", "hunter2"]:
         assert secret not in blob
-    assert "2001:db8::1" not in blob and "admin@corp.io" not in blob
+    assert "2a03:2880:f003:c07:face:b00c::2" not in blob and "admin@corp.io" not in blob
     obs = row["observation"]["text"]
     for kind in SECRETS:
         assert f"<SECRET:{kind}>" in obs
@@ -231,11 +257,16 @@ def test_bad_input_quarantined(corpus: tuple[Path, Path, Path]) -> None:
     assert stats["quarantine"] == {"files": 2, "rows": 1}
 
 
-def test_noop_labelled_and_written_to_meta(corpus: tuple[Path, Path, Path]) -> None:
+def test_noop_labelled_in_the_curation_column(corpus: tuple[Path, Path, Path]) -> None:
     _, out, _ = corpus
-    labels = meta_labels(read_output(out))
-    assert labels["ep-w:00001"] == ["noop"]
-    assert labels["ep-a:00000"] == []
+    found = marks(read_output(out))
+    assert found["ep-w:00001"] == {
+        "target": True,
+        "duplicate_of": None,
+        "duplicate_rule": None,
+        "labels": ["noop"],
+    }
+    assert found["ep-a:00000"]["labels"] == []
 
 
 def test_output_loads_with_polars_and_datasets(corpus: tuple[Path, Path, Path]) -> None:
@@ -300,7 +331,7 @@ def test_interrupted_write_stage_finishes_missing_work(corpus: tuple[Path, Path,
     assert read_output(resumed).sort("id").equals(read_output(out).sort("id"))
 
 
-@pytest.mark.parametrize("mode", ["drop", "keep", "label"])
+@pytest.mark.parametrize("mode", ["drop", "exclude", "label", "keep"])
 def test_filter_modes(tmp_path: Path, mode: str) -> None:
     run = tmp_path / "run"
     rows = [
@@ -309,7 +340,8 @@ def test_filter_modes(tmp_path: Path, mode: str) -> None:
         step("ep-1", 2, "x" * 500, "$ "),  # oversize
         step("ep-1", 3, "$ ls", "$ ls"),  # no-op of a non read-only action
     ]
-    write_shard(run / "transitions" / "terminal", rows)
+    clean = [step("ep-2", 0, "$ ", "$ echo hi\nhi there")]
+    write_shard(run / "transitions" / "terminal", rows + clean)
     config_file = tmp_path / "curation.yaml"
     config_file.write_text(
         "minhash: {enabled: false}\n"
@@ -317,17 +349,20 @@ def test_filter_modes(tmp_path: Path, mode: str) -> None:
         " max_observation_chars: 100}\n"
     )
     out = tmp_path / "out"
-    curate(run, out, load_curation_config(config_file))
-    labels = meta_labels(read_output(out))
-    if mode == "drop":
-        assert set(labels) == {"ep-1:00000"}
-    else:
-        assert len(labels) == 4
-        expected = ["empty_or_truncated"], ["oversize"], ["noop"]
-        if mode == "keep":
-            expected = [], [], []
-        assert (labels["ep-1:00001"], labels["ep-1:00002"], labels["ep-1:00003"]) == expected
-        assert labels["ep-1:00000"] == []
+    report = curate(run, out, load_curation_config(config_file))
+    found = marks(read_output(out))
+    if mode == "drop":  # the whole episode, never a single row
+        assert set(found) == {"ep-2:00000"} and report.episodes_dropped == {"empty_or_truncated": 1}
+        return
+    assert len(found) == 5
+    expected = ["empty_or_truncated"], ["oversize"], ["noop"]
+    if mode == "keep":
+        expected = [], [], []
+    assert tuple(found[f"ep-1:0000{i}"]["labels"] for i in (1, 2, 3)) == expected
+    targets = [found[f"ep-1:0000{i}"]["target"] for i in (1, 2, 3)]
+    assert targets == ([False] * 3 if mode == "exclude" else [True] * 3)
+    assert found["ep-1:00000"]["labels"] == [] and found["ep-1:00000"]["target"]
+    assert report.targets == (2 if mode == "exclude" else 5)
 
 
 def test_config_rejects_unknown_fields_and_executors(tmp_path: Path) -> None:

@@ -84,13 +84,18 @@ def test_a_list_a_folder_of_runs_and_a_glob_make_one_and_the_same_corpus(
     assert listed.inputs == inputs  # in a canonical order, whatever order they were given in
     assert CorpusLayout(tmp_path / "listed").read_manifest().inputs == inputs
     frame = read_output(tmp_path / "listed")
-    # the exact duplicate across the two runs is dropped; the first input's row is kept
+    # the exact duplicate across the two runs stays in its episode, marked: the first
+    # input's row is the training target
     assert sorted(frame["id"]) == [
         "term-s000000:00000",
         "term-s000000:00001",
         "term-s000001:00000",
         "web-s000000:00000",
+        "web-s000000:00001",
     ]
+    marked = frame.filter(~pl.col("curation").struct.field("target"))
+    assert marked["id"].to_list() == ["web-s000000:00001"]
+    assert marked["curation"].struct.field("duplicate_of").to_list() == ["term-s000000:00001"]
     assert set(frame["domain"]) == {"terminal", "web"}
     episodes = pl.read_parquet(tmp_path / "listed" / "episodes.parquet")
     assert episodes["episode_id"].to_list() == ["term-s000000", "term-s000001", "web-s000000"]
@@ -174,8 +179,8 @@ def test_a_resumed_corpus_refuses_an_added_input(runs: Path, tmp_path: Path) -> 
 
 
 def test_exact_duplicates_keep_the_first_by_rank_then_position(tmp_path: Path) -> None:
-    # Rank 0 reads part-00000, rank 1 part-00001. The duplicate is the last row of rank 0 and
-    # the first of rank 1: the rank decides before the position does.
+    # Rank 0 reads part-00000, rank 1 part-00001. The duplicated transition is the last row of
+    # rank 0 and both rows of rank 1: the rank decides before the position does.
     shards = tmp_path / "in" / "transitions" / "terminal"
     shards.mkdir(parents=True)
     parts = [
@@ -186,17 +191,26 @@ def test_exact_duplicates_keep_the_first_by_rank_then_position(tmp_path: Path) -
         pq.write_table(to_table(rows, Transition), shards / f"part-{index:05d}.parquet")
     out = tmp_path / "out"
     report = curate(tmp_path / "in", out, CurationConfig(tasks=2, minhash={"enabled": False}))
-    assert sorted(read_output(out)["id"]) == ["a:00000", "a:00001", "a:00002"]
-    assert report.rows_in == 5 and report.rows_out == 3
+    frame = read_output(out)
+    assert sorted(frame["id"]) == ["a:00000", "a:00001", "a:00002", "b:00000", "b:00001"]
+    marks = {row["id"]: row["curation"] for row in frame.to_dicts()}
+    assert marks["a:00002"]["target"]
+    assert [marks[i]["duplicate_of"] for i in ("b:00000", "b:00001")] == ["a:00002"] * 2
+    assert (report.rows_in, report.rows_out, report.targets) == (5, 5, 3)
     # datatrove's own files: sorted signatures per rank, duplicates per rank found by stage 2
     signatures = out / ".curation" / "exact" / "signatures" / "0000"
     assert sorted(p.name for p in signatures.iterdir()) == ["00000.c4_sig", "00001.c4_sig"]
     record = np.dtype([("hash", "<u8"), ("priority", "<u2"), ("doc", "<u4")])
     hashes = np.fromfile(signatures / "00001.c4_sig", dtype=record)
     assert list(hashes["hash"]) == sorted(hashes["hash"]) and set(hashes["priority"]) == {65534}
-    duplicates = out / ".curation" / "exact" / "duplicates" / "00000"
-    assert sorted(p.name for p in duplicates.glob("*.c4_dup")) == ["00001.c4_dup"]
-    assert sorted(np.fromfile(duplicates / "00001.c4_dup", dtype="<u4")) == [0, 1]
+    # the duplicates found for each rank, by position
+    duplicates = out / ".curation" / "duplicates"
+    assert sorted(p.name for p in duplicates.glob("*.parquet")) == ["00001.parquet"]
+    found = pq.read_table(duplicates / "00001.parquet").to_pylist()
+    assert found == [
+        {"position": 0, "duplicate_of": "a:00002", "rule": "exact"},
+        {"position": 1, "duplicate_of": "a:00002", "rule": "exact"},
+    ]
 
 
 def test_file_urls_in_and_out(runs: Path, tmp_path: Path) -> None:
@@ -210,7 +224,8 @@ def test_file_urls_in_and_out(runs: Path, tmp_path: Path) -> None:
     )
     assert CorpusLayout(tmp_path / "url").is_curated()
     published = publish_folder(tmp_path / "url", tmp_path / "dist")
-    assert published.rows == report.rows_out == 4 and published.episodes == 3
+    assert published.rows == report.rows_out == 5 and published.episodes == 3
+    assert published.summary["targets"] == report.targets == 4
 
 
 def test_memory_urls_in_and_out(runs: Path, tmp_path: Path) -> None:

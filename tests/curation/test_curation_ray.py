@@ -33,10 +33,11 @@ def sorted_rows(out: Path) -> pl.DataFrame:
 def test_ray_output_equals_local(ray_cluster: None, tmp_path: Path) -> None:
     run = tmp_path / "run"
     rows = [
-        step("ep-a", 0, PROSE, PROSE + " done"),
+        step("ep-a", 0, PROSE, PROSE + "\nok"),
         step("ep-a", 1, "$ ls", "file.txt"),
         step("ep-b", 0, "$ ls", "file.txt"),  # exact duplicate
-        step("ep-b", 1, PROSE.replace("lazy", "sleepy"), PROSE + " done"),  # near duplicate
+        # near duplicate: one word of the state changed, the same line added
+        step("ep-b", 1, PROSE.replace("lazy", "sleepy"), PROSE.replace("lazy", "sleepy") + "\nok"),
         step("ep-c", 0, numbers_screen(1), numbers_screen(2)),
         step("ep-c", 1, numbers_screen(3), numbers_screen(4)),
     ]
@@ -47,7 +48,8 @@ def test_ray_output_equals_local(ray_cluster: None, tmp_path: Path) -> None:
     local = curate(run, tmp_path / "local", config, workers=2)
     remote = curate(run, tmp_path / "ray", config, workers=2, executor="ray")
     assert remote.stages_run == local.stages_run
-    assert (remote.rows_in, remote.rows_out) == (local.rows_in, local.rows_out) == (6, 4)
+    assert (remote.rows_in, remote.rows_out, remote.targets) == (6, 6, 4)
+    assert (local.rows_in, local.rows_out, local.targets) == (6, 6, 4)
     assert sorted_rows(tmp_path / "ray").equals(sorted_rows(tmp_path / "local"))
     assert ray.is_initialized()  # an existing instance is reused, not shut down
     again = curate(run, tmp_path / "ray", config, workers=2, executor="ray")

@@ -63,9 +63,13 @@ def test_rows_validated_once_and_positions_stay_aligned(
     monkeypatch.setattr(documents, "from_row", counting_from_row)
     report = curate(tmp_path / "in", tmp_path / "out")
     assert sorted(calls) == sorted(row["id"] for row in rows)  # one validation per row
-    # were the invalid row not skipped in the write pass too, the dedup filters would drop
+    # were the invalid row not skipped in the write pass too, the dedup marks would land on
     # the document at ep-c's position in that pass: ep-b
-    assert output_ids(tmp_path / "out") == {"ep-a:00000", "ep-b:00000", "ep-d:00000"}
+    assert output_ids(tmp_path / "out") == {"ep-a:00000", "ep-b:00000", "ep-c:00000", "ep-d:00000"}
+    files = sorted((tmp_path / "out" / "transitions").glob("*/*.parquet"))
+    marks = {row["id"]: row["curation"] for row in pl.read_parquet(files).to_dicts()}
+    assert marks["ep-b:00000"]["target"] and not marks["ep-c:00000"]["target"]
+    assert marks["ep-c:00000"]["duplicate_of"] == "ep-b:00000"
     assert report.quarantined_rows == 1
     entries = (tmp_path / "out" / "quarantine.jsonl").read_text().splitlines()
     assert [json.loads(line)["id"] for line in entries] == ["wrong-id"]

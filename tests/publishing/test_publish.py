@@ -19,7 +19,15 @@ from PIL import Image as PILImage
 
 from tests.records import make_transition
 from worldtrace.publishing.folder import MANIFEST, PublishError, manifest_of, publish_folder
-from worldtrace.schemas import EnvironmentRef, Episode, Observation, PolicyRef, Transition, to_table
+from worldtrace.schemas import (
+    SCHEMA_VERSION,
+    EnvironmentRef,
+    Episode,
+    Observation,
+    PolicyRef,
+    Transition,
+    to_table,
+)
 from worldtrace.schemas.layouts import CorpusLayout
 
 WEB_ENV = EnvironmentRef(
@@ -179,7 +187,7 @@ def test_meta_files(published: Path) -> None:
     episodes = pq.read_table(published / "meta" / "episodes.parquet")
     assert episodes.num_rows == 3
     schema = json.loads((published / "meta" / "schema.json").read_text())
-    assert schema["schema_version"] == "1.0"
+    assert schema["schema_version"] == SCHEMA_VERSION
     manifest = json.loads((published / MANIFEST).read_text())
     assert manifest == manifest_of(published)
     assert "README.md" in manifest
@@ -199,7 +207,7 @@ def test_card_front_matter_lists_configs(published: Path) -> None:
     # the YAML block parses on its own, and the body has the tables
     assert yaml.safe_load(text.split("---")[1])["configs"]
     assert "| `observation.text` | string |" in text
-    assert "| web | 4 | 1 |" in text
+    assert "| web | 4 | 4 | 1 |" in text  # rows, targets, episodes
     assert "`chromium-156`" in text
     assert "## Polars recipes" in text
 

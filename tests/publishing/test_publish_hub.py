@@ -17,6 +17,7 @@ from tests.publishing.hub_standin import LocalHubStandIn
 from tests.publishing.test_publish import make_corpus
 from worldtrace.publishing.folder import manifest_of, publish_folder
 from worldtrace.publishing.hub import SchemaMismatchError, push_to_hub
+from worldtrace.schemas import SCHEMA_VERSION
 
 TOKEN = "hf_standin_0123456789_secret"
 
@@ -120,7 +121,7 @@ def test_schema_mismatch_is_refused_unless_forced(hub: LocalHubStandIn, folder: 
     report = push_to_hub(folder, "org/corpus", token=TOKEN, endpoint=hub.endpoint, force=True)
     assert not report.noop
     files = hub.files("org/corpus")
-    assert json.loads(files["meta/schema.json"])["schema_version"] == "1.0"
+    assert json.loads(files["meta/schema.json"])["schema_version"] == SCHEMA_VERSION
     assert "data/terminal/train-00001-of-00002.parquet" not in files  # stale shard removed
     assert report.deleted == ["data/terminal/train-00001-of-00002.parquet"]
 
