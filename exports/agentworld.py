@@ -1,30 +1,37 @@
-"""Export transitions to the AgentWorldBench JSONL layout, one row per turn.
+"""Export transitions to the AgentWorldBench JSONL layout, one row per training target.
 
 Each domain becomes ``<out_dir>/<domain>_train.jsonl``, field for field and type for type as
 AgentWorldBench's own ``<domain>_test.jsonl``: ``id`` is an integer (the row's position in the
 file), ``task`` is the domain key (``terminal``, ``web`` …) by which the reference evaluator
 picks its judge prompt and output parser, ``prompt`` and ``response`` are lists of strings,
-``turn_idx`` and ``total_turns`` integers. Two keys of ours are added: ``transition_id`` (the
-row's transition) and ``instruction`` (the task the policy pursued, or null).
+``turn_idx`` and ``total_turns`` integers. Three keys of ours are added: ``transition_id``
+(the row's transition), ``instruction`` (what the agent was doing: the task, or for a
+task-less episode "Explore the <env> environment …", the same text as the first prompt's
+``**Task:**`` line; see :func:`~worldtrace.exports.prompts.instruction_for`) and
+``trimmed_turns`` (how many of the episode's earlier turns the row leaves out).
+
+A row is written for every transition that is a training target (``curation.target``; all
+rows of a shard written before curation marked targets). A row is a training example for the
+turn of its transition: ``prompt`` lists the action prompts of the turns shown, ending with
+this one, ``response`` the observations those actions led to, and the last response is the
+target. The AgentWorldBench evaluator builds the chat from ``system_str``, then
+``prompt[i]``/``response[i]`` for ``i < turn_idx - 1``, then ``current_prompt``; here
+``turn_idx == total_turns`` always, so the target is ``response[turn_idx - 1]``.
+
+Which turns are shown and how (see :mod:`worldtrace.exports.turns`): the history is trimmed,
+oldest turns first, to at most ``history`` turns and ``history_tokens`` tokens (default
+:data:`~worldtrace.exports.tokens.DEFAULT_HISTORY_TOKENS`, counted by the estimate of
+:mod:`worldtrace.exports.tokens` or a local ``tokenizer.json``); the target turn is always
+whole. Turns keep their episode numbering (``### Turn k``); the first turn shown carries the
+instruction and the state it starts from, a later one its state only where the recorded chain
+breaks, so no state is written twice in a row. A response starts with ``**Error:** …``
+exactly when the transition's ``action_error`` is set, as ``system_str`` says.
 
 Tool-calling episodes (observations in the ``tool-result`` format: swe, mcp; or a first
-observation that lists the tools: mcp, search) take
-AgentWorldBench's MCP shape: the action of each turn is the JSON tool call in a fenced
-```` ```json ```` block, and when the episode lists its tools (an MCP server's ``tools/list``,
-kept in the first observation's meta) ``system_str`` holds their definitions.
-
-A row is a training example for the turn of its transition: ``prompt`` lists the action
-prompts of the episode's turns up to and including this one, ``response`` the observations
-those actions led to, and the last response is the target. The AgentWorldBench evaluator
-builds the chat from ``system_str``, then ``prompt[i]``/``response[i]`` for
-``i < turn_idx - 1``, then ``current_prompt``; here ``turn_idx == total_turns`` always, so
-the target is ``response[turn_idx - 1]``.
-
-With ``history`` the lists keep only the last ``history`` turns before this one; the turns keep
-their episode numbering (``### Turn k``), and the first turn shown carries the task and the
-state it started from, so the window is self-contained. The state is likewise repeated
-whenever the recorded chain breaks (a missing step, or an observation that differs from the
-previous next observation).
+observation that lists the tools: mcp, search) take AgentWorldBench's MCP shape: the action of
+each turn is the JSON tool call in a fenced ```` ```json ```` block, and when the episode
+lists its tools (an MCP server's ``tools/list``, kept in the first observation's meta)
+``system_str`` holds their definitions.
 """
 
 from __future__ import annotations
@@ -33,55 +40,51 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from worldtrace.exports.prompts import render_action_prompt, render_response, system_prompt
-from worldtrace.exports.source import Step, continues, export_domains, window_start
-
-
-def _turn_prompt(episode: list[Step], index: int, first_shown: int) -> str:
-    step = episode[index]
-    previous = episode[index - 1] if index > 0 else None
-    show_state = index == first_shown or not continues(previous, step)
-    action = f"```json\n{step.action}\n```" if step.is_tool_call else step.action
-    return render_action_prompt(
-        index + 1,
-        action,
-        task=step.task if index == first_shown or index == 0 else None,
-        observation=step.observation if show_state else None,
-        initial=index == 0,
-    )
+from worldtrace.exports.prompts import system_prompt
+from worldtrace.exports.source import ExportOptions, Step, export_domains
+from worldtrace.exports.tokens import DEFAULT_HISTORY_TOKENS
+from worldtrace.exports.turns import windows
 
 
 def agentworld_rows(
-    domain: str, episodes: Iterator[list[Step]], history: int | None = None
+    domain: str, episodes: Iterator[list[Step]], options: ExportOptions | None = None
 ) -> Iterator[dict[str, Any]]:
-    """Yield the AgentWorldBench rows of ``episodes``, one per transition."""
+    """Yield the AgentWorldBench rows of ``episodes``, one per training target."""
+    options = options or ExportOptions()
     row_id = 0
     for episode in episodes:
         system_str = system_prompt(domain, episode[0].tools)
-        responses = [render_response(s.next_observation, s.action_error) for s in episode]
-        for index, step in enumerate(episode):
-            start = window_start(index, history)
-            prompts = [_turn_prompt(episode, i, start) for i in range(start, index + 1)]
+        for window in windows(episode, options):
             yield {
                 "id": row_id,
                 "task": domain,
-                "transition_id": step.id,
-                "instruction": step.task,
-                "prompt": prompts,
-                "response": responses[start : index + 1],
-                "current_prompt": prompts[-1],
+                "transition_id": window.target.id,
+                "instruction": window.target.instruction,
+                "prompt": window.prompts,
+                "response": window.responses,
+                "current_prompt": window.prompts[-1],
                 "system_str": system_str,
-                "turn_idx": len(prompts),
-                "total_turns": len(prompts),
+                "turn_idx": len(window.prompts),
+                "total_turns": len(window.prompts),
+                "trimmed_turns": window.trimmed_turns,
             }
             row_id += 1
 
 
-def export_agentworld(source: Path, out_dir: Path, history: int | None = None) -> dict[str, int]:
+def export_agentworld(
+    source: Path,
+    out_dir: Path,
+    history: int | None = None,
+    *,
+    history_tokens: int | None = DEFAULT_HISTORY_TOKENS,
+    tokenizer: Path | None = None,
+) -> dict[str, int]:
     """Write ``<out_dir>/<domain>_train.jsonl`` for each domain in ``source``.
 
     ``source`` holds ``data/<domain>/*.parquet`` or ``transitions/<domain>/*.parquet``;
-    ``history`` limits each row to that many past turns (``None``: the whole episode so far).
-    Returns the number of rows written per domain.
+    ``history`` caps each row's past turns (``None``: no cap), ``history_tokens`` their tokens
+    (``None``: no budget), counted with the local ``tokenizer.json`` at ``tokenizer`` or else
+    estimated. Returns the number of rows written per domain.
     """
-    return export_domains(source, out_dir, agentworld_rows, "{domain}_train.jsonl", history)
+    options = ExportOptions.of(history, history_tokens, tokenizer)
+    return export_domains(source, out_dir, agentworld_rows, "{domain}_train.jsonl", options)

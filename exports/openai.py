@@ -1,25 +1,41 @@
-"""Export transitions as OpenAI chat SFT lines, one conversation per transition.
+"""Export transitions as OpenAI chat SFT lines, one conversation per training target.
 
-Each domain becomes ``<out_dir>/<domain>.jsonl`` holding ``{"messages": [...]}`` lines: the
-domain's world-model system prompt, then one user/assistant pair per turn shown. The user turn
-holds the current state and the action (the first one also the task), the assistant turn the
-next state rendered as :func:`worldtrace.exports.prompts.render_response` does (an ``**Error:**``
-line when
-the environment rejected the action, then the observation verbatim). The last pair is the
-transition the line is for; with ``history`` only that many earlier turns precede it
-(``None``: the whole episode so far).
+Each domain becomes ``<out_dir>/<domain>.jsonl``. The environment is the speaker, in every
+domain: the user turns hold the state and the agent's action, the assistant turns the next
+observation, so a standard chat SFT trainer learns the environment, not the agent. A line
+is (texts abbreviated, ``⏎`` standing for a newline)::
 
-Episodes of tool-calling domains (their observations are ``tool-result``s: swe, mcp; or
-their first observation lists the tools: mcp, search) are written the way chat APIs carry
-tool use: the user turn holds the task and the state before the first turn shown, each
-action is an assistant message with one entry in ``tool_calls``
-(``{"id", "type": "function", "function": {"name", "arguments"}}``, arguments as JSON text),
-and each next state is a ``role: tool`` message answering that call's id, with the same
-``render_response`` text. The last ``tool`` message is the transition's target. When the
-episode lists its tools (an MCP server's ``tools/list``, kept in the first observation's
-meta), the line also has ``tools`` in the chat API's form (``{"type": "function", "function":
-{"name", "description", "parameters"}}``, the parameters being the tool's input schema) and
-the system prompt holds their definitions.
+    {"messages": [
+        {"role": "system", "content": "<the domain's world-model prompt>"},
+        {"role": "user",
+         "content": "### Turn 1⏎**Task:** …⏎**Initial Observation:**⏎<state>⏎**Action:**⏎<action>"},
+        {"role": "assistant", "content": "**Environment Observation:**⏎<state>", "weight": 0},
+        …
+        {"role": "user", "content": "### Turn k⏎**Action:**⏎<action>"},
+        {"role": "assistant", "content": "**Environment Observation:**⏎<state>", "weight": 1}],
+     "transition_id": "<episode>:<step>", "instruction": "…", "trimmed_turns": 0}
+
+The user and assistant texts are exactly an ``agentworld`` row's ``prompt`` and ``response``
+lists (:mod:`worldtrace.exports.turns`): the first user turn shown carries the instruction
+and the state it starts from, a later one only its action (and its state where the recorded
+chain breaks), since its state is the assistant message just before it; no state is written
+twice. The last assistant message is the transition's target (``weight: 1``); the earlier
+ones are history (``weight: 0``, which OpenAI's fine-tuning format reads as "do not train on
+this message"; other trainers should take the last assistant message as the target). An
+assistant message starts with ``**Error:** …`` exactly when the transition's
+``action_error`` is set, as the system prompt says.
+
+A line is written for every transition that is a training target (``curation.target``);
+rows that are not targets appear only as history. The history is trimmed, oldest turns
+first, to at most ``history`` turns and ``history_tokens`` tokens (default
+:data:`~worldtrace.exports.tokens.DEFAULT_HISTORY_TOKENS`); ``trimmed_turns`` says how many of
+the episode's earlier turns were left out, and the turn numbers count from the episode's start.
+
+Tool-calling episodes (swe, mcp, search) are no exception: the agent's tool call is the user
+turn's action, as a fenced ```` ```json ```` block, and the tool's result is the assistant's
+message. There are no ``tool_calls``, no ``role: tool`` messages and no ``tools`` key; the
+tool definitions an episode lists (an MCP server's ``tools/list``) are in the system prompt,
+which conditions the world model on them.
 """
 
 from __future__ import annotations
@@ -28,101 +44,51 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from worldtrace.exports.prompts import (
-    render_response,
-    render_state,
-    render_user_turn,
-    system_prompt,
-)
-from worldtrace.exports.source import Step, export_domains, window_start
+from worldtrace.exports.prompts import system_prompt
+from worldtrace.exports.source import ExportOptions, Step, export_domains
+from worldtrace.exports.tokens import DEFAULT_HISTORY_TOKENS
+from worldtrace.exports.turns import windows
 
 
 def openai_rows(
-    domain: str, episodes: Iterator[list[Step]], history: int | None = None
+    domain: str, episodes: Iterator[list[Step]], options: ExportOptions | None = None
 ) -> Iterator[dict[str, Any]]:
-    """Yield the chat SFT lines of ``episodes``, one per transition."""
-    system = {"role": "system", "content": system_prompt(domain)}
+    """Yield the chat SFT lines of ``episodes``, one per training target."""
+    options = options or ExportOptions()
     for episode in episodes:
-        if episode[0].is_tool_call:
-            yield from _tool_call_rows(domain, episode, history)
-            continue
-        pairs = [
-            (
-                render_user_turn(None, step.observation, step.action),
-                render_response(step.next_observation, step.action_error),
-            )
-            for step in episode
-        ]
-        for index in range(len(episode)):
-            start = window_start(index, history)
-            messages: list[dict[str, str]] = [system]
-            for i in range(start, index + 1):
-                user, assistant = pairs[i]
-                if i == start:
-                    step = episode[i]
-                    user = render_user_turn(step.task, step.observation, step.action)
+        system = {"role": "system", "content": system_prompt(domain, episode[0].tools)}
+        for window in windows(episode, options):
+            messages: list[dict[str, Any]] = [system]
+            last = len(window.prompts) - 1
+            for i, (user, assistant) in enumerate(
+                zip(window.prompts, window.responses, strict=True)
+            ):
                 messages.append({"role": "user", "content": user})
-                messages.append({"role": "assistant", "content": assistant})
-            yield {"messages": messages}
+                messages.append(
+                    {"role": "assistant", "content": assistant, "weight": int(i == last)}
+                )
+            yield {
+                "messages": messages,
+                "transition_id": window.target.id,
+                "instruction": window.target.instruction,
+                "trimmed_turns": window.trimmed_turns,
+            }
 
 
-def _tool_call_rows(
-    domain: str, episode: list[Step], history: int | None
-) -> Iterator[dict[str, Any]]:
-    """The lines of a tool-calling episode: assistant ``tool_calls``, ``role: tool`` results."""
-    tools = episode[0].tools
-    system = {"role": "system", "content": system_prompt(domain, tools)}
-    functions = [_function(tool) for tool in tools]
-    calls = [_call_messages(step) for step in episode]
-    for index in range(len(episode)):
-        start = window_start(index, history)
-        first = episode[start]
-        state = render_state(first.observation, task=first.task, initial=first.step == 0)
-        messages: list[dict[str, Any]] = [system, {"role": "user", "content": state}]
-        for i in range(start, index + 1):
-            messages.extend(calls[i])
-        yield {"messages": messages, "tools": functions} if functions else {"messages": messages}
-
-
-def _function(tool: dict[str, Any]) -> dict[str, Any]:
-    """An MCP tool definition in the chat API's ``tools`` form."""
-    return {
-        "type": "function",
-        "function": {
-            "name": tool["name"],
-            "description": tool.get("description") or "",
-            "parameters": tool.get("inputSchema") or {"type": "object", "properties": {}},
-        },
-    }
-
-
-def _call_messages(step: Step) -> list[dict[str, Any]]:
-    """One step as an assistant tool call and the tool's answer to it."""
-    call_id = f"call_{step.step}"
-    return [
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": call_id,
-                    "type": "function",
-                    "function": {"name": step.action_name, "arguments": step.action_arguments},
-                }
-            ],
-        },
-        {
-            "role": "tool",
-            "tool_call_id": call_id,
-            "content": render_response(step.next_observation, step.action_error),
-        },
-    ]
-
-
-def export_openai(source: Path, out_dir: Path, history: int | None = None) -> dict[str, int]:
+def export_openai(
+    source: Path,
+    out_dir: Path,
+    history: int | None = None,
+    *,
+    history_tokens: int | None = DEFAULT_HISTORY_TOKENS,
+    tokenizer: Path | None = None,
+) -> dict[str, int]:
     """Write ``<out_dir>/<domain>.jsonl`` chat SFT lines for each domain in ``source``.
 
-    ``source`` holds ``data/<domain>/*.parquet`` or ``transitions/<domain>/*.parquet``.
-    Returns the number of lines written per domain.
+    ``source`` holds ``data/<domain>/*.parquet`` or ``transitions/<domain>/*.parquet``;
+    ``history``, ``history_tokens`` and ``tokenizer`` as for
+    :func:`~worldtrace.exports.agentworld.export_agentworld`. Returns the number of lines
+    written per domain.
     """
-    return export_domains(source, out_dir, openai_rows, "{domain}.jsonl", history)
+    options = ExportOptions.of(history, history_tokens, tokenizer)
+    return export_domains(source, out_dir, openai_rows, "{domain}.jsonl", options)

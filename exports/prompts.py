@@ -4,8 +4,21 @@ A world model trained on this corpus reads the task, the environment's state and
 and writes the state the environment shows next. The texts here are ours; their layout follows
 AgentWorldBench: each turn's prompt is ``### Turn k`` followed by ``**Action:**`` and the
 action text, and each turn's response is ``**Environment Observation:**`` followed by the
-observation text, exactly as recorded. An action the environment rejected adds an
-``**Error:**`` line before the observation.
+observation text, exactly as recorded. The first turn a row shows also carries
+``**Task:** <instruction>`` and the state the turn starts from (``**Initial Observation:**``
+for step 0, else ``**Current Observation:**``); a later turn carries its state only where the
+recorded chain breaks.
+
+A response starts with an ``**Error:** <action_error>`` line exactly when the transition's
+``action_error`` is set, i.e. when the action failed in the environment's own terms: it was
+rejected (malformed, unknown tool, element or key, invalid arguments), could not finish (a
+timeout, a sandbox, server or browser that died), or ran and signalled failure (a command's
+non-zero exit status, a tool result flagged as an error). The system prompts state the same
+rule, so prompt and targets agree in every domain.
+
+Every row has an instruction: the recorded task, or for a task-less episode the text
+:func:`instruction_for` makes from the policy kind and the environment's name ("Explore the
+web/trac environment …").
 
 :func:`parse_response` inverts :func:`render_response`, so a consumer (or a test) can recover
 the recorded observation and error from a rendered target.
@@ -28,8 +41,10 @@ CURRENT_OBSERVATION_HEADER = "**Current Observation:**"
 
 _COMMON = """\
 You are a world model: a simulator of {world}. An agent works on a task in this environment. \
-Each turn you are given the agent's action; the task and the environment's state before the \
-first action are given at the start (and whenever the earlier history is not shown). Your job \
+Each turn you are given the agent's action. The task and the state the first turn shown starts \
+from are given with that turn (the earliest turns of a long episode may be left out: the turn \
+numbers count from the start of the episode), and a state is given again wherever the \
+recorded history has a gap. Your job \
 is to predict the environment's next observation after the action: exactly what the \
 environment would show, in its own observation format, {format_hint}
 
@@ -39,8 +54,12 @@ Rules:
 error messages, empty results, timeouts and unchanged states when an action has no effect.
 - Keep everything that did not change exactly as before; change only what the action changes.
 - Stay consistent with every earlier observation in the conversation.
-- When the environment rejects the action itself (an invalid or malformed action), start with \
-a line `{error_prefix}<the error message>`, then give the observation.
+- When the action fails, start with a line `{error_prefix}<the environment's report of the \
+failure>`, then give the observation as usual. An action fails when the environment rejects it \
+(malformed, unknown tool, element or key, invalid arguments), cannot finish it (a timeout, or a \
+sandbox, server or browser that died), or runs it and signals failure in its own terms (a \
+command's non-zero exit status, a tool result flagged as an error). When the action does not \
+fail there is no such line.
 
 Answer in this format:
 {observation_header}
@@ -100,9 +119,9 @@ assert set(SYSTEM_PROMPTS) == set(DOMAINS), "every domain of the design has its 
 
 
 TOOLS_INTRO = (
-    "# Tools\n\nThe agent may call these tools (their definitions as the server lists them, "
-    "one JSON object per line: name, description, input schema, and output schema when the "
-    "tool has one):"
+    "# Tools\n\nThe environment serves these tools, and the agent's actions are calls to them "
+    "(their definitions as the server lists them, one JSON object per line: name, "
+    "description, input schema, and output schema when the tool has one):"
 )
 
 
@@ -180,7 +199,11 @@ def render_action_prompt(
 
 
 def render_response(next_observation: str, action_error: str | None = None) -> str:
-    """Render a turn's target: an optional ``**Error:**`` line, then the observation verbatim."""
+    """Render a turn's target: an error line if the action failed, then the observation.
+
+    The error line is ``**Error:** <action_error>``, written exactly when ``action_error`` is
+    set; then come the ``**Environment Observation:**`` header and the observation verbatim.
+    """
     body = f"{OBSERVATION_HEADER}\n{next_observation}"
     if action_error:
         return f"{ERROR_PREFIX}{action_error}\n{body}"
@@ -203,8 +226,25 @@ def parse_response(response: str) -> tuple[str, str | None]:
     return response[len(prefix) :], error
 
 
-def render_user_turn(task: str | None, observation: str, action: str) -> str:
-    """Render a chat user turn: the task (if any), the current state and the action."""
-    lines = [] if task is None else [f"{TASK_PREFIX}{task}", ""]
-    lines += [CURRENT_OBSERVATION_HEADER, observation, "", ACTION_HEADER, action]
-    return "\n".join(lines)
+_INSTRUCTIONS: dict[str, str] = {
+    "explore": "Explore the {env} environment: try its actions and see how it responds "
+    "(no specific task).",
+    "replay": "Replay a recorded sequence of actions in the {env} environment (no specific task).",
+}
+_NO_TASK = "Act in the {env} environment (no specific task)."
+
+
+def instruction_for(task: str | None, policy_kind: str | None, env_name: str | None) -> str | None:
+    """What the agent was doing: ``task`` if it has one, else a sentence naming the environment.
+
+    An exploring episode gets "Explore the <env> environment: try its actions and see how it
+    responds (no specific task).", a replay "Replay a recorded sequence of actions in the
+    <env> environment (no specific task).", any other task-less one "Act in the <env>
+    environment (no specific task)." Only a row with neither a task nor an environment name
+    has none.
+    """
+    if task:
+        return task
+    if not env_name:
+        return None
+    return _INSTRUCTIONS.get(policy_kind or "", _NO_TASK).format(env=env_name)

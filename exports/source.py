@@ -4,6 +4,14 @@ A source is either a published Hub-layout folder (``data/<domain>/*.parquet``) o
 run folder (``transitions/<domain>/*.parquet``). Only the columns an export needs are read
 (screenshots are never loaded), and each domain's rows come back grouped by episode and
 ordered by step.
+
+Every row of an episode is read, training target or not: ``curation.target`` false (a
+duplicate, or a row a curation rule excluded) makes a :class:`Step` with ``target=False``,
+which an export shows as history but never as a target. Shards written before the
+``curation`` column (schema 1.0) read as all targets, also when mixed with newer shards.
+Each step carries its episode's instruction: the recorded task, or for a task-less episode
+(exploring, replaying) the text :func:`~worldtrace.exports.prompts.instruction_for` derives
+from the policy kind and the environment name.
 """
 
 from __future__ import annotations
@@ -16,6 +24,14 @@ from typing import Any
 
 import polars as pl
 
+from worldtrace.exports.prompts import instruction_for
+from worldtrace.exports.tokens import (
+    DEFAULT_HISTORY_TOKENS,
+    TokenCounter,
+    estimate_tokens,
+    tokenizer_counter,
+)
+from worldtrace.schemas.errors import ConfigError
 from worldtrace.schemas.layouts import transition_files
 
 TOOL_RESULT_FORMAT = "tool-result"
@@ -42,7 +58,13 @@ class Step:
     tools: tuple[dict[str, Any], ...] = ()
     """The tool definitions the episode's first observation lists in its meta (``tools``, as
     an MCP server's ``tools/list`` gives them); empty for other domains, and for an episode
-    whose first step curation dropped."""
+    whose first step is missing."""
+    target: bool = True
+    """Whether the row is a training target (``curation.target``; true for 1.0 shards)."""
+    instruction: str | None = None
+    """What the agent was doing: the task, or for a task-less episode the text
+    :func:`~worldtrace.exports.prompts.instruction_for` gives (None only if nothing is known:
+    no task, no policy kind, no environment name)."""
 
     @property
     def is_tool_call(self) -> bool:
@@ -54,28 +76,42 @@ class Step:
         return self.next_format == TOOL_RESULT_FORMAT or bool(self.tools)
 
 
+def _scan(file: Path) -> pl.LazyFrame:
+    """The columns an export reads from one shard (``target`` true where it has no curation)."""
+    frame = pl.scan_parquet(file)
+    columns = frame.collect_schema().names()
+    target = (
+        pl.col("curation").struct.field("target").fill_null(True)
+        if "curation" in columns
+        else pl.lit(True)
+    )
+    return frame.select(
+        pl.col("id"),
+        pl.col("episode_id"),
+        pl.col("step"),
+        pl.col("task"),
+        pl.col("policy").struct.field("kind").alias("policy_kind"),
+        pl.col("env").struct.field("name").alias("env_name"),
+        pl.col("observation").struct.field("text").alias("observation"),
+        pl.col("action").struct.field("text").alias("action"),
+        pl.col("action").struct.field("name").alias("action_name"),
+        pl.col("action").struct.field("arguments").alias("action_arguments"),
+        pl.col("next_observation").struct.field("text").alias("next_observation"),
+        pl.col("next_observation").struct.field("format").alias("next_format"),
+        pl.col("action_error"),
+        target.cast(pl.Boolean).alias("target"),
+        # Only the first observation's meta is read (it lists an episode's tools); the
+        # others may hold large state snapshots no export needs.
+        pl.when(pl.col("step") == 0)
+        .then(pl.col("observation").struct.field("meta"))
+        .otherwise(None)
+        .alias("first_meta"),
+    )
+
+
 def _steps_frame(files: list[Path]) -> pl.DataFrame:
     return (
-        pl.scan_parquet(files)
-        .select(
-            pl.col("id"),
-            pl.col("episode_id"),
-            pl.col("step"),
-            pl.col("task"),
-            pl.col("observation").struct.field("text").alias("observation"),
-            pl.col("action").struct.field("text").alias("action"),
-            pl.col("action").struct.field("name").alias("action_name"),
-            pl.col("action").struct.field("arguments").alias("action_arguments"),
-            pl.col("next_observation").struct.field("text").alias("next_observation"),
-            pl.col("next_observation").struct.field("format").alias("next_format"),
-            pl.col("action_error"),
-            # Only the first observation's meta is read (it lists an episode's tools); the
-            # others may hold large state snapshots no export needs.
-            pl.when(pl.col("step") == 0)
-            .then(pl.col("observation").struct.field("meta"))
-            .otherwise(None)
-            .alias("first_meta"),
-        )
+        pl.concat([_scan(file) for file in files], how="vertical_relaxed")
         .unique(subset=["id"], keep="first", maintain_order=True)
         .sort(["episode_id", "step"])
         .collect()
@@ -109,6 +145,8 @@ def iter_episodes(files: list[Path]) -> Iterator[list[Step]]:
             action_arguments=row["action_arguments"] or "{}",
             next_format=row["next_format"],
             tools=tools,
+            target=row["target"],
+            instruction=instruction_for(row["task"], row["policy_kind"], row["env_name"]),
         )
         episode.append(step)
     if episode:
@@ -139,15 +177,6 @@ def continues(previous: Step | None, current: Step) -> bool:
     )
 
 
-def window_start(index: int, history: int | None) -> int:
-    """Return the first index shown for the turn at ``index`` with ``history`` past turns."""
-    if history is None:
-        return 0
-    if history < 0:
-        raise ValueError(f"history must be >= 0, got {history}")
-    return max(0, index - history)
-
-
 def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> int:
     """Write ``rows`` as JSON lines to ``path`` atomically; return how many were written.
 
@@ -168,12 +197,41 @@ def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> int:
     return count
 
 
-RowsOfDomain = Callable[[str, Iterator[list[Step]], int | None], Iterator[dict[str, Any]]]
-"""An exporter's rows for one domain: (domain, its episodes, history window) -> rows."""
+@dataclass(frozen=True, slots=True)
+class ExportOptions:
+    """How much history an export row holds (see :mod:`worldtrace.exports.turns`)."""
+
+    history: int | None = None
+    """At most this many turns before the target (``None``: no cap on the number of turns)."""
+    history_tokens: int | None = DEFAULT_HISTORY_TOKENS
+    """At most this many tokens of history (``None``: no budget); the oldest turns go first."""
+    count_tokens: TokenCounter = estimate_tokens
+    """How tokens are counted: :func:`~worldtrace.exports.tokens.estimate_tokens` by default."""
+
+    @classmethod
+    def of(
+        cls,
+        history: int | None = None,
+        history_tokens: int | None = DEFAULT_HISTORY_TOKENS,
+        tokenizer: Path | None = None,
+    ) -> ExportOptions:
+        """The options of an exporter's arguments; ``tokenizer`` is a local tokenizer.json."""
+        count = estimate_tokens if tokenizer is None else tokenizer_counter(tokenizer)
+        return cls(history=history, history_tokens=history_tokens, count_tokens=count)
+
+    def __post_init__(self) -> None:
+        if self.history is not None and self.history < 0:
+            raise ConfigError(f"history must be >= 0 turns, got {self.history}")
+        if self.history_tokens is not None and self.history_tokens < 0:
+            raise ConfigError(f"history_tokens must be >= 0, got {self.history_tokens}")
+
+
+RowsOfDomain = Callable[[str, Iterator[list[Step]], ExportOptions], Iterator[dict[str, Any]]]
+"""An exporter's rows for one domain: (domain, its episodes, the options) -> rows."""
 
 
 def export_domains(
-    source: Path, out_dir: Path, rows_of: RowsOfDomain, file_name: str, history: int | None
+    source: Path, out_dir: Path, rows_of: RowsOfDomain, file_name: str, options: ExportOptions
 ) -> dict[str, int]:
     """Write one JSONL file per domain of ``source`` (``file_name`` formats ``{domain}``).
 
@@ -182,5 +240,5 @@ def export_domains(
     counts: dict[str, int] = {}
     for domain, episodes in iter_domains(Path(source)):
         path = Path(out_dir) / file_name.format(domain=domain)
-        counts[domain] = write_jsonl(path, rows_of(domain, episodes, history))
+        counts[domain] = write_jsonl(path, rows_of(domain, episodes, options))
     return counts

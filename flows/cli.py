@@ -339,6 +339,12 @@ def _print_curation(report: dict[str, Any]) -> None:
             **({"inputs": len(report["inputs"])} if "inputs" in report else {}),
             "rows in": report["rows_in"],
             "rows out": report["rows_out"],
+            **({"training targets": report["targets"]} if "targets" in report else {}),
+            **(
+                {f"episodes dropped ({rule})": n for rule, n in dropped.items()}
+                if (dropped := report.get("episodes_dropped"))
+                else {}
+            ),
             "quarantined rows": report["quarantined_rows"],
             **({"stages run": ", ".join(report["stages_run"])} if "stages_run" in report else {}),
         },
@@ -382,6 +388,7 @@ def publish(
     rows: dict[str, Any] = {
         "folder": folder,
         "rows": report.rows,
+        "training targets": report.summary.get("targets", report.rows),
         **{f"rows {domain}": count for domain, count in report.rows_per_domain.items()},
         "shards": sum(len(names) for names in report.shards.values()),
         "episodes": report.episodes,
@@ -413,20 +420,48 @@ def inspect(
         Console().print(table)
 
 
+EXPORT_HISTORY_TOKENS = 16_384
+"""``--history-tokens``' default: ``exports.tokens.DEFAULT_HISTORY_TOKENS`` (a test keeps them
+equal; the exports are imported only when the command runs)."""
+
+
 @app.command()
 def export(
     source: Annotated[Path, typer.Argument(help="published folder or corpus")],
     format_: Annotated[str, typer.Option("--format", help="agentworld or openai")],
     out: Annotated[Path, typer.Option(help="folder for the JSONL files")],
-    history: Annotated[int | None, typer.Option(help="past turns to include")] = None,
+    history: Annotated[
+        int | None,
+        typer.Option(help="at most this many past turns per row (default: no cap on turns)"),
+    ] = None,
+    history_tokens: Annotated[
+        int,
+        typer.Option(
+            help="token budget for a row's past turns; the oldest are trimmed first, the "
+            "target turn is always whole, 0 gives single-turn rows (tokens: 1 per 3 bytes "
+            "of UTF-8 unless --tokenizer)",
+        ),
+    ] = EXPORT_HISTORY_TOKENS,
+    tokenizer: Annotated[
+        Path | None,
+        typer.Option(help="a local tokenizer.json to count tokens with instead of the estimate"),
+    ] = None,
 ) -> None:
-    """Export transitions to a world-model SFT format."""
+    """Export transitions to a world-model SFT format: one row per training target.
+
+    The environment is the speaker: state and action in, next observation out, in every
+    domain. Each row's history is at most --history-tokens tokens (default 16,384, estimated
+    as one token per 3 bytes of UTF-8) and --history turns; rows say how many earlier turns
+    they left out (trimmed_turns).
+    """
     from worldtrace.exports import EXPORTERS
     from worldtrace.schemas.errors import InputError
 
     if format_ not in EXPORTERS:
         raise InputError(f"unknown format {format_!r} (available: {', '.join(EXPORTERS)})")
-    counts = EXPORTERS[format_](source, out, history=history)
+    counts = EXPORTERS[format_](
+        source, out, history=history, history_tokens=history_tokens, tokenizer=tokenizer
+    )
     for domain, rows in counts.items():
         Console().print(f"{domain}: {rows} rows")
 

@@ -11,12 +11,21 @@ from tests.records import make_transition
 from worldtrace.exports import EXPORTERS, export_agentworld, export_openai
 from worldtrace.exports.prompts import (
     SYSTEM_PROMPTS,
+    instruction_for,
     parse_response,
     render_action_prompt,
     render_response,
     system_prompt,
 )
-from worldtrace.schemas import DOMAINS, Action, Observation, Transition, to_table
+from worldtrace.schemas import (
+    DOMAINS,
+    Action,
+    EnvironmentRef,
+    Observation,
+    PolicyRef,
+    Transition,
+    to_table,
+)
 from worldtrace.schemas.layouts import LayoutError
 
 ERROR = "unknown key name 'Ctrl+Q'"
@@ -111,6 +120,7 @@ def test_agentworld_rows_rebuild_the_recorded_transitions(hub: Path, tmp_path: P
         t = BY_ID[row["transition_id"]]
         assert row["task"] == "terminal" == _evaluator_subtask(row)
         assert row["instruction"] == t.task
+        assert row["trimmed_turns"] == 0
         assert isinstance(row["turn_idx"], int) and isinstance(row["total_turns"], int)
         assert row["system_str"] == system_prompt("terminal")
         assert row["turn_idx"] == row["total_turns"] == t.step + 1
@@ -196,40 +206,87 @@ def test_openai_messages(hub: Path, tmp_path: Path) -> None:
     assert export_openai(hub, out) == {"terminal": len(ALL)}
     lines = _read_jsonl(out / "terminal.jsonl")
     assert len(lines) == len(ALL)
-    seen = set()
+    assert sorted(line["transition_id"] for line in lines) == sorted(BY_ID)
     for line in lines:
+        t = BY_ID[line["transition_id"]]
+        assert line["instruction"] == t.task and line["trimmed_turns"] == 0
         messages = line["messages"]
         assert messages[0] == {"role": "system", "content": system_prompt("terminal")}
         roles = [m["role"] for m in messages[1:]]
-        assert roles == ["user", "assistant"] * (len(roles) // 2)
-        last_user, last_assistant = messages[-2]["content"], messages[-1]["content"]
-        # Identify the transition by its action text (unique per step).
-        (t,) = [x for x in ALL if last_user.endswith(f"**Action:**\n{x.action.text}")]
-        seen.add(t.id)
-        assert parse_response(last_assistant) == (t.next_observation.text, t.action_error)
-        assert (f"**Error:** {ERROR}" in last_assistant) == (t.action_error is not None)
-        assert t.observation.text in last_user
-        assert t.action.text in last_user
-        # History: earlier pairs are the episode's earlier turns.
-        assert len(roles) // 2 == t.step + 1
-        assert f"**Task:** {t.task}" in messages[1]["content"]
-        for pair, h in zip(range(1, len(messages), 2), _previous(t, t.step), strict=True):
-            assert h.observation.text in messages[pair]["content"]
-            assert parse_response(messages[pair + 1]["content"])[0] == h.next_observation.text
-    assert seen == set(BY_ID)
+        assert roles == ["user", "assistant"] * (t.step + 1)
+        users = [m["content"] for m in messages[1::2]]
+        assistants = messages[2::2]
+        # The last pair is the target: the one message a trainer learns (weight 1).
+        assert [m["weight"] for m in assistants] == [0] * t.step + [1]
+        assert users[-1].endswith(f"**Action:**\n{t.action.text}")
+        assert parse_response(assistants[-1]["content"]) == (
+            t.next_observation.text,
+            t.action_error,
+        )
+        assert (f"**Error:** {ERROR}" in assistants[-1]["content"]) == (t.action_error is not None)
+        # The same texts as the agentworld row: the state and task once, at the start.
+        shown = _previous(t, t.step)
+        assert users[0].startswith("### Turn 1\n")
+        assert (
+            f"**Task:** {t.task}\n**Initial Observation:**\n{shown[0].observation.text}"
+            in (users[0])
+        )
+        for user, h in zip(users, shown, strict=True):
+            assert user.endswith(f"**Action:**\n{h.action.text}")
+        for user in users[1:]:
+            assert "Observation:**" not in user and "**Task:**" not in user
+        assert [parse_response(m["content"])[0] for m in assistants] == [
+            h.next_observation.text for h in shown
+        ]
 
     export_openai(hub, tmp_path / "oa1", history=1)
     for line in _read_jsonl(tmp_path / "oa1" / "terminal.jsonl"):
         assert len(line["messages"]) in (3, 5)
+        t = BY_ID[line["transition_id"]]
+        assert line["trimmed_turns"] == max(0, t.step - 1)
+
+
+def test_openai_user_turns_never_repeat_the_state_the_assistant_gave(
+    hub: Path, tmp_path: Path
+) -> None:
+    # Each state of the episode appears once in a line: the initial one in the first user
+    # turn, every later one as the assistant message that produced it.
+    export_openai(hub, tmp_path / "oa")
+    for line in _read_jsonl(tmp_path / "oa" / "terminal.jsonl"):
+        t = BY_ID[line["transition_id"]]
+        text = "\n".join(m["content"] for m in line["messages"])
+        for k in range(t.step + 2):
+            assert text.count(_screen(t.episode_id, k)) == 1, (t.id, k)
+    # A window restates the state it starts from once, as the current observation.
+    export_openai(hub, tmp_path / "oa1", history=1)
+    line = next(
+        x
+        for x in _read_jsonl(tmp_path / "oa1" / "terminal.jsonl")
+        if x["transition_id"] == "ep-a:00003"
+    )
+    users = [m["content"] for m in line["messages"][1::2]]
+    assert users[0].startswith(
+        f"### Turn 3\n**Task:** list the files\n**Current Observation:**\n{_screen('ep-a', 2)}"
+    )
+    assert users[1] == "### Turn 4\n**Action:**\nep-a action 3<Enter>"
 
 
 def _tool_episode() -> list[Transition]:
-    results = ["repo toolz 1.0.0\n", "1\tdef add(a, b):\n", "old string not found", "3 passed\n"]
-    calls = [
-        ("read_file", {"path": "toolz/a.py", "start_line": 1, "end_line": 1}),
-        ("str_replace", {"path": "toolz/a.py", "old": "x", "new": "y"}),
-        ("run_tests", {"selector": None}),
+    """A swe episode as the collector records it: tool calls, results with status lines."""
+    results = [
+        "Repository toolz at /workspace (3 files)\n",
+        "1\tdef add(a, b):\n2\t    return a - b\n",
+        "[error: old string not found]\n",
+        "bash: pytst: command not found\n[exit code: 127]\n",
+        "F\n1 failed in 0.02s\n[exit code: 1]\n",
     ]
+    calls = [
+        ("read_file", {"path": "toolz/a.py", "start_line": 1, "end_line": 2}),
+        ("str_replace", {"path": "toolz/a.py", "old": "x", "new": "y"}),
+        ("run_shell_command", {"command": "pytst -q"}),
+        ("run_shell_command", {"command": "pytest -q"}),
+    ]
+    errors = ["old string not found", "exit status 127", "exit status 1"]
     steps = []
     for k, (name, arguments) in enumerate(calls):
         steps.append(
@@ -237,6 +294,9 @@ def _tool_episode() -> list[Transition]:
                 k,
                 "ep-swe",
                 domain="swe",
+                env=EnvironmentRef(
+                    name="swe/toolz", version="sha256:def", config_hash="beef", components={}
+                ),
                 task="fix add",
                 observation=Observation(format="tool-result", text=results[k]),
                 action=Action(
@@ -245,45 +305,94 @@ def _tool_episode() -> list[Transition]:
                     text=json.dumps({"name": name, "arguments": arguments}),
                 ),
                 next_observation=Observation(format="tool-result", text=results[k + 1]),
-                action_error="old string not found" if name == "str_replace" else None,
+                action_error=errors[k - 1] if k else None,
             )
         )
     return steps
 
 
-def test_openai_tool_calls_and_tool_results(tmp_path: Path) -> None:
+def _write_domain(root: Path, domain: str, records: list[Transition]) -> Path:
+    folder = root / "data" / domain
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(to_table(records, Transition), folder / "train-0.parquet")
+    return root
+
+
+def test_openai_tool_episodes_put_the_environment_in_the_assistant_turn(tmp_path: Path) -> None:
+    # World-model training: the agent's tool call is the input, the tool's result the target.
     steps = _tool_episode()
-    folder = tmp_path / "pub" / "data" / "swe"
-    folder.mkdir(parents=True)
-    pq.write_table(to_table(steps[::-1], Transition), folder / "train-0.parquet")
-    assert export_openai(tmp_path / "pub", tmp_path / "oa") == {"swe": 3}
+    pub = _write_domain(tmp_path / "pub", "swe", steps[::-1])
+    assert export_openai(pub, tmp_path / "oa") == {"swe": 4}
     lines = _read_jsonl(tmp_path / "oa" / "swe.jsonl")
     for line, step in zip(lines, steps, strict=True):
+        assert set(line) == {"messages", "transition_id", "instruction", "trimmed_turns"}
+        assert line["transition_id"] == step.id
         messages = line["messages"]
-        assert [m["role"] for m in messages] == ["system", "user"] + ["assistant", "tool"] * (
-            step.step + 1
+        assert [m["role"] for m in messages] == ["system"] + ["user", "assistant"] * (step.step + 1)
+        assert all(set(m) <= {"role", "content", "weight"} for m in messages)
+        assert all(isinstance(m["content"], str) for m in messages)
+        assert messages[1]["content"].startswith(
+            f"### Turn 1\n**Task:** fix add\n**Initial Observation:**\n{steps[0].observation.text}"
         )
-        assert messages[1]["content"].startswith("**Task:** fix add\n**Initial Observation:**")
-        assert steps[0].observation.text in messages[1]["content"]
-        for k, (call, result) in enumerate(zip(messages[2::2], messages[3::2], strict=True)):
-            (tool_call,) = call["tool_calls"]
-            assert tool_call["type"] == "function"
-            assert tool_call["function"]["name"] == steps[k].action.name
-            assert json.loads(tool_call["function"]["arguments"]) == steps[k].action.arguments
-            assert result["tool_call_id"] == tool_call["id"]
-            assert parse_response(result["content"]) == (
+        for k, (user, assistant) in enumerate(zip(messages[1::2], messages[2::2], strict=True)):
+            assert user["content"].endswith(f"**Action:**\n```json\n{steps[k].action.text}\n```")
+            assert parse_response(assistant["content"]) == (
                 steps[k].next_observation.text,
                 steps[k].action_error,
             )
     # A window starts from the state before its first call, labelled as the current one.
-    last = _read_jsonl(tmp_path / "oa" / "swe.jsonl")[-1]
-    export_openai(tmp_path / "pub", tmp_path / "oa1", history=0)
-    windowed = _read_jsonl(tmp_path / "oa1" / "swe.jsonl")[-1]["messages"]
-    assert len(windowed) == 4 and len(last["messages"]) == 8
-    assert (
-        windowed[1]["content"]
-        == f"**Task:** fix add\n**Current Observation:**\n{steps[2].observation.text}"
+    export_openai(pub, tmp_path / "oa1", history=0)
+    windowed = _read_jsonl(tmp_path / "oa1" / "swe.jsonl")[-1]
+    assert len(windowed["messages"]) == 3 and windowed["trimmed_turns"] == 3
+    assert windowed["messages"][1]["content"].startswith(
+        f"### Turn 4\n**Task:** fix add\n**Current Observation:**\n{steps[3].observation.text}"
     )
+
+
+def test_error_line_is_written_exactly_when_the_action_failed_as_the_prompt_says(
+    tmp_path: Path,
+) -> None:
+    steps = _tool_episode()
+    pub = _write_domain(tmp_path / "pub", "swe", steps)
+    terminal = [
+        make_transition(
+            0,
+            "ep-term",
+            observation=Observation(format="terminal-screen", text="root@box:~# "),
+            action=Action(name="keys", arguments={"keys": ["sl", "Enter"]}, text="sl<Enter>"),
+            next_observation=Observation(
+                format="terminal-screen",
+                text="root@box:~# sl\nbash: sl: command not found\nroot@box:~# ",
+                meta={"exit_code": 127},
+            ),
+            action_error="exit status 127",
+        )
+    ]
+    _write_domain(pub, "terminal", terminal)
+    export_agentworld(pub, tmp_path / "aw")
+    export_openai(pub, tmp_path / "oa")
+    for domain, records in (("swe", steps), ("terminal", terminal)):
+        # The system prompt states the rule the targets follow: a failed action, in the
+        # action_error sense (rejected, unfinished, or ran and signalled failure).
+        prompt = system_prompt(domain)
+        assert "non-zero exit status" in prompt and "tool result flagged as an error" in prompt
+        assert "rejects it" in prompt and "cannot finish it" in prompt
+        assert "When the action does not fail there is no such line." in prompt
+        assert "invalid or malformed action)" not in prompt
+        aw = _read_jsonl(tmp_path / "aw" / f"{domain}_train.jsonl")
+        oa = _read_jsonl(tmp_path / "oa" / f"{domain}.jsonl")
+        for row, line, record in zip(aw, oa, records, strict=True):
+            assert row["system_str"] == line["messages"][0]["content"] == prompt
+            for target in (row["response"][-1], line["messages"][-1]["content"]):
+                if record.action_error:
+                    assert target.startswith(f"**Error:** {record.action_error}\n")
+                else:
+                    assert target.startswith("**Environment Observation:**\n")
+                assert parse_response(target) == (
+                    record.next_observation.text,
+                    record.action_error,
+                )
+    assert aw[0]["response"][-1].startswith("**Error:** exit status 127\n")
 
 
 MCP_TOOLS = [
@@ -324,6 +433,10 @@ def _mcp_episode() -> list[Transition]:
                 "ep-mcp",
                 domain="mcp",
                 task=None,
+                env=EnvironmentRef(
+                    name="mcp/filesystem", version="sha256:f00", config_hash="c0", components={}
+                ),
+                policy=PolicyRef(kind="explore", name="schema-explorer", version="1"),
                 observation=Observation(format="tool-result", text=texts[k], meta=meta),
                 action=Action(
                     name=name,
@@ -343,18 +456,15 @@ def test_mcp_exports_carry_the_tool_definitions(tmp_path: Path) -> None:
     pq.write_table(to_table(steps[::-1], Transition), folder / "train-0.parquet")
     export_openai(tmp_path / "pub", tmp_path / "oa")
     for line in _read_jsonl(tmp_path / "oa" / "mcp.jsonl"):
-        assert line["tools"] == [
-            {
-                "type": "function",
-                "function": {
-                    "name": tool["name"],
-                    "description": tool["description"],
-                    "parameters": tool["inputSchema"],
-                },
-            }
-            for tool in MCP_TOOLS
-        ]
+        # The definitions condition the world model through its system prompt; no `tools`
+        # key tells a trainer that the assistant may call them.
+        assert "tools" not in line
         assert line["messages"][0]["content"] == system_prompt("mcp", STORED_TOOLS)
+        assert all(m["role"] in ("system", "user", "assistant") for m in line["messages"])
+        assert line["instruction"] == (
+            "Explore the mcp/filesystem environment: try its actions and see how it responds "
+            "(no specific task)."
+        )
     export_agentworld(tmp_path / "pub", tmp_path / "aw")
     rows = _read_jsonl(tmp_path / "aw" / "mcp_train.jsonl")
     assert [row["task"] for row in rows] == ["mcp", "mcp"]
@@ -409,9 +519,12 @@ def test_an_episode_that_lists_tools_is_exported_as_tool_calls_whatever_its_form
     pq.write_table(to_table(steps, Transition), folder / "train-0.parquet")
     export_openai(tmp_path / "pub", tmp_path / "oa")
     last = _read_jsonl(tmp_path / "oa" / "search.jsonl")[-1]
-    assert [tool["function"]["name"] for tool in last["tools"]] == ["web_search"]
-    assert [m["role"] for m in last["messages"]] == ["system", "user"] + ["assistant", "tool"] * 2
-    assert last["messages"][-2]["tool_calls"][0]["function"]["name"] == "web_search"
+    assert "tools" not in last
+    assert '{"name": "web_search"' in last["messages"][0]["content"]
+    assert [m["role"] for m in last["messages"]] == ["system"] + ["user", "assistant"] * 2
+    assert last["messages"][-2]["content"].endswith(
+        f"**Action:**\n```json\n{steps[1].action.text}\n```"
+    )
     assert parse_response(last["messages"][-1]["content"]) == ("# A", None)
     export_agentworld(tmp_path / "pub", tmp_path / "aw")
     rows = _read_jsonl(tmp_path / "aw" / "search_train.jsonl")
@@ -457,9 +570,11 @@ def test_missing_source_and_bad_history(tmp_path: Path) -> None:
 
 def test_prompts_cover_every_domain_and_round_trip() -> None:
     assert set(SYSTEM_PROMPTS) == set(DOMAINS)
-    for domain in DOMAINS:
+    for domain in [*DOMAINS, "toy"]:
         text = system_prompt(domain)
         assert "next observation" in text and "**Environment Observation:**" in text
+        assert "**Error:** <the environment's report of the failure>" in text
+        assert "non-zero exit status" in text
     # A domain another package registered gets the common prompt, naming it.
     assert "the `toy` environment" in system_prompt("toy")
     assert render_action_prompt(3, "ls") == "### Turn 3\n**Action:**\nls"
@@ -484,15 +599,37 @@ def test_cli(hub: Path, tmp_path: Path) -> None:
     assert unknown.exit_code == 2 and "unknown format 'csv'" in unknown.output
 
 
-def test_agentworld_rows_of_an_episode_without_a_task_still_name_their_domain(
+def test_rows_of_an_episode_without_a_task_state_what_the_agent_was_doing(
     tmp_path: Path,
 ) -> None:
-    exploring = [t.model_copy(update={"task": None}) for t in EPISODES["ep-b"]]
-    _write(tmp_path, "data", "x.parquet", exploring)
-    export_agentworld(tmp_path, tmp_path / "out")
+    explore = PolicyRef(kind="explore", name="terminal-explorer", version="1")
+    replay = PolicyRef(kind="replay", name="replay", version="1")
+    exploring = [t.model_copy(update={"task": None, "policy": explore}) for t in EPISODES["ep-b"]]
+    replaying = [t.model_copy(update={"task": None, "policy": replay}) for t in EPISODES["ep-a"]]
+    _write(tmp_path, "data", "x.parquet", exploring + replaying)
+    export_agentworld(tmp_path, tmp_path / "out", history=1)
+    export_openai(tmp_path, tmp_path / "oa", history=1)
     rows = _read_jsonl(tmp_path / "out" / "terminal_train.jsonl")
-    assert len(rows) == len(exploring)
+    lines = {
+        line["transition_id"]: line for line in _read_jsonl(tmp_path / "oa" / "terminal.jsonl")
+    }
+    assert len(rows) == len(lines) == len(exploring) + len(replaying)
+    expected = {
+        "ep-b": "Explore the terminal/bash-tmux environment: try its actions and see how it "
+        "responds (no specific task).",
+        "ep-a": "Replay a recorded sequence of actions in the terminal/bash-tmux environment "
+        "(no specific task).",
+    }
     for row in rows:
-        assert row["instruction"] is None
+        instruction = expected[row["transition_id"].split(":")[0]]
         assert _evaluator_subtask(row) == "terminal"
-        assert "**Task:**" not in row["prompt"][0]
+        # The same text in `instruction` and in the task line of the first turn shown.
+        assert row["instruction"] == instruction
+        assert f"\n**Task:** {instruction}\n" in row["prompt"][0]
+        line = lines[row["transition_id"]]
+        assert line["instruction"] == instruction
+        assert line["messages"][1]["content"] == row["prompt"][0]
+    assert instruction_for("fix add", "explore", "swe/toolz") == "fix add"
+    assert instruction_for(None, "llm", "web/trac") == (
+        "Act in the web/trac environment (no specific task)."
+    )
