@@ -4,12 +4,19 @@ and export, with the same commands as every other domain."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from tests.collecting import curate_and_publish, episode_rewards, invoke, rows_of
+from tests.collecting import (
+    curate_and_publish,
+    episode_rewards,
+    export_both,
+    invoke,
+    rows_of,
+)
 from worldtrace.collectors.mcp.tasks import load_tasks
 from worldtrace.flows.cli import app
 
@@ -45,42 +52,34 @@ def test_collect_mcp_scripts_then_curate_publish_load_and_export(
     assert changed and all(r.action.name not in {"read_graph", "search_nodes"} for r in changed)
 
     dataset = curate_and_publish(run_dir, tmp_path, "mcp")
-    assert 0 < dataset.num_rows <= len(rows)
+    assert dataset.num_rows == len(rows)  # curation keeps episodes whole
     assert set(dataset["domain"]) == {"mcp"}
 
-    invoke(
-        "export", str(tmp_path / "dist"), "--format", "agentworld", "--out", str(tmp_path / "aw")
-    )
-    agentworld = [json.loads(line) for line in (tmp_path / "aw" / "mcp_train.jsonl").open()]
-    assert len(agentworld) == dataset.num_rows
-    for row in agentworld:
-        assert row["task"] == "mcp" and isinstance(row["id"], int)
+    agentworld, chats = export_both(tmp_path / "dist", tmp_path, "mcp", dataset)
+    for row, chat in zip(agentworld, chats, strict=True):
         assert '{"name": "create_entities"' in row["system_str"]
+        assert chat["messages"][0]["content"] == row["system_str"]  # the tools, for the model
         assert "**Action:**\n```json\n{" in row["current_prompt"]
-
-    invoke("export", str(tmp_path / "dist"), "--format", "openai", "--out", str(tmp_path / "oa"))
-    chats = [json.loads(line) for line in (tmp_path / "oa" / "mcp.jsonl").open()]
-    assert len(chats) == dataset.num_rows
-    for chat in chats:
-        names = [tool["function"]["name"] for tool in chat["tools"]]
-        assert "read_graph" in names and all(t["type"] == "function" for t in chat["tools"])
-        *_, call, result = chat["messages"]
-        (tool_call,) = call["tool_calls"]
-        assert tool_call["function"]["name"] in names
-        assert result["role"] == "tool" and result["tool_call_id"] == tool_call["id"]
 
 
 def test_explore_from_defaults_is_reproducible_from_its_seed(
     tmp_path: Path, mcp_image: str
 ) -> None:
-    for name in ("first", "second"):
+    outputs = [
         invoke(
             "collect", "mcp", "--policy", "explore", "--episodes", "1", "--max-steps", "12",
             "--seed", "7", "--out", str(tmp_path), "--run-name", name,
         )  # fmt: skip
+        for name in ("first", "second")
+    ]
     first, second = (rows_of(tmp_path / name, "mcp") for name in ("first", "second"))
     assert len(first) == 12
     assert [r.action.text for r in first] == [r.action.text for r in second]
+    # A result the server flagged isError is a failed action, in the rows and in the summary.
+    failed = [r for r in first if r.next_observation.meta.get("is_error")]
+    assert failed and all(r.action_error for r in failed)
+    errors = sum(r.action_error is not None for r in first)
+    assert re.search(rf"│ errors\s+│ {errors}\s+│", outputs[0]), outputs[0]
     # The default server is the filesystem one; the walk chains into its world.
     assert {r.env.name for r in first} == {"mcp/filesystem"}
     assert any("/srv/project/" in r.action.text for r in first[1:])

@@ -124,6 +124,9 @@ def test_a_write_then_a_read_returns_it_and_reset_restores_the_seed(
     missing = step(env, "read_text_file", {"path": path})
     assert missing.observation["result"]["isError"] is True
     assert "ENOENT" in text(missing) or "no such file" in text(missing).lower()
+    # the tool ran and reported failure: that is the step's error, as in every domain
+    assert missing.error is not None and missing.error.startswith("tool error: ")
+    assert missing.error.removeprefix("tool error: ") in text(missing)
 
 
 def test_invalid_calls_get_the_servers_own_error_and_change_nothing(

@@ -3,13 +3,18 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from tests.collecting import curate_and_publish, episode_rewards, invoke, rows_of
+from tests.collecting import (
+    curate_and_publish,
+    episode_rewards,
+    export_both,
+    invoke,
+    rows_of,
+)
 from worldtrace.collectors.os.tasks import load_tasks
 from worldtrace.flows.cli import app
 
@@ -42,17 +47,12 @@ def test_collect_os_scripts_then_curate_publish_load_and_export(
     assert len(saves) == 2
 
     dataset = curate_and_publish(run_dir, tmp_path, "os")
-    assert 0 < dataset.num_rows <= len(rows)
+    assert dataset.num_rows == len(rows)  # curation keeps episodes whole
     assert set(dataset["domain"]) == {"os"}
     assert dataset[0]["next_observation"]["screenshot"].size == (1280, 800)
 
-    invoke(
-        "export", str(tmp_path / "dist"), "--format", "agentworld", "--out", str(tmp_path / "aw")
-    )
-    agentworld = [json.loads(line) for line in (tmp_path / "aw" / "os_train.jsonl").open()]
-    assert len(agentworld) == dataset.num_rows
+    agentworld, _ = export_both(tmp_path / "dist", tmp_path, "os", dataset)
     for row in agentworld:
-        assert row["task"] == "os" and isinstance(row["id"], int)
         assert "pyautogui." in row["current_prompt"]
         assert "tag\tname\ttext" in row["response"][-1] or row["turn_idx"] == 1
 

@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.collecting import curate_and_publish, episode_rewards, invoke, rows_of
+from tests.collecting import (
+    curate_and_publish,
+    episode_rewards,
+    export_both,
+    invoke,
+    rows_of,
+)
 from worldtrace.collectors.search.tasks import load_tasks
 from worldtrace.flows.cli import app
 
@@ -55,29 +61,14 @@ def test_collect_search_scripts_then_curate_publish_load_and_export(
     assert changed and all(r.action.name == "dict_memory" for r in changed)
 
     dataset = curate_and_publish(run_dir, tmp_path, "search")
-    assert 0 < dataset.num_rows <= len(rows)
+    assert dataset.num_rows == len(rows)  # curation keeps episodes whole
     assert set(dataset["domain"]) == {"search"}
 
-    invoke(
-        "export", str(tmp_path / "dist"), "--format", "agentworld", "--out", str(tmp_path / "aw")
-    )
-    agentworld = [json.loads(line) for line in (tmp_path / "aw" / "search_train.jsonl").open()]
-    assert len(agentworld) == dataset.num_rows
-    for row in agentworld:
-        assert row["task"] == "search" and isinstance(row["id"], int)
+    agentworld, chats = export_both(tmp_path / "dist", tmp_path, "search", dataset)
+    for row, chat in zip(agentworld, chats, strict=True):
         assert '{"name": "web_search"' in row["system_str"]
+        assert chat["messages"][0]["content"] == row["system_str"]
         assert "**Action:**\n```json\n{" in row["current_prompt"]
-
-    invoke("export", str(tmp_path / "dist"), "--format", "openai", "--out", str(tmp_path / "oa"))
-    chats = [json.loads(line) for line in (tmp_path / "oa" / "search.jsonl").open()]
-    assert len(chats) == dataset.num_rows
-    for chat in chats:
-        names = [tool["function"]["name"] for tool in chat["tools"]]
-        assert names == ["web_search", "web_extractor", "dict_memory"]
-        *_, call, result = chat["messages"]
-        (tool_call,) = call["tool_calls"]
-        assert tool_call["function"]["name"] in names
-        assert result["role"] == "tool" and result["tool_call_id"] == tool_call["id"]
 
 
 def test_explore_is_reproducible_from_its_seed_and_a_replay_records_real_answers(

@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.collecting import curate_and_publish, episode_rewards, invoke, rows_of
+from tests.collecting import (
+    curate_and_publish,
+    episode_rewards,
+    export_both,
+    invoke,
+    rows_of,
+)
 from worldtrace.collectors.recorder import read_episode
 from worldtrace.collectors.swe.tasks import load_tasks
 from worldtrace.collectors.swe.tools import TOOLS
@@ -50,28 +56,14 @@ def test_collect_swe_from_defaults_then_curate_publish_load_and_export(
     assert fixes and all(" M " in f" {r.next_observation.meta['git_status']}" for r in fixes)
 
     dataset = curate_and_publish(run_dir, tmp_path, "swe")
-    assert 0 < dataset.num_rows <= len(rows)
+    assert dataset.num_rows == len(rows)  # curation keeps episodes whole
     assert set(dataset["domain"]) == {"swe"}
 
-    invoke(
-        "export", str(tmp_path / "dist"), "--format", "agentworld", "--out", str(tmp_path / "aw")
-    )
-    agentworld = [json.loads(line) for line in (tmp_path / "aw" / "swe_train.jsonl").open()]
-    assert len(agentworld) == dataset.num_rows
-    assert all(row["task"] == "swe" and isinstance(row["id"], int) for row in agentworld)
-
-    invoke("export", str(tmp_path / "dist"), "--format", "openai", "--out", str(tmp_path / "oa"))
-    chats = [json.loads(line) for line in (tmp_path / "oa" / "swe.jsonl").open()]
-    assert len(chats) == dataset.num_rows
-    for chat in chats:
-        *_, call, result = chat["messages"]
-        (tool_call,) = call["tool_calls"]
-        assert tool_call["function"]["name"] in TOOLS
-        assert result == {
-            "role": "tool",
-            "tool_call_id": tool_call["id"],
-            "content": result["content"],
-        }
+    agentworld, chats = export_both(tmp_path / "dist", tmp_path, "swe", dataset)
+    for row, chat in zip(agentworld, chats, strict=True):
+        call = json.loads(row["current_prompt"].split("```json\n")[1].split("\n```")[0])
+        assert call["name"] in TOOLS
+        assert chat["messages"][-2]["content"] == row["current_prompt"]
 
 
 def test_collect_swe_refuses_an_unknown_repository(tmp_path: Path) -> None:
