@@ -12,7 +12,7 @@ import types
 from typing import Any, Literal, Union, get_args, get_origin
 
 import yaml
-from datasets import Image, Value
+from datasets import Image, List, Value
 from pydantic import BaseModel
 
 from worldtrace.publishing.inspect import DOMAIN_COLUMNS, domain_cells
@@ -127,6 +127,8 @@ def _type_name(feature: Any) -> str:
         return feature.dtype
     if isinstance(feature, Image):
         return "image (PNG)"
+    if isinstance(feature, List):
+        return f"list of {_type_name(feature.feature)}"
     return "struct"
 
 

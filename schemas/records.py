@@ -187,7 +187,11 @@ class Transition(Record):
     truncated: bool = False
     timing: Timing
     source: Source
-    curation: Curation = Field(default_factory=Curation)
+    curation: Curation = Field(
+        default_factory=Curation,
+        description="what curation decided: train on rows whose `curation.target` is true; the "
+        "others are duplicates or excluded rows kept as their episode's history",
+    )
 
     @model_validator(mode="after")
     def _id_matches_episode_and_step(self) -> Transition:
