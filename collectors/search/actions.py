@@ -3,9 +3,9 @@
 An action is one tool call (:mod:`worldtrace.collectors.tool_calls`): ``Action(name=<tool>,
 arguments={...}, text=<canonical JSON>)``. :data:`TOOLS` defines the three tools the way an
 MCP server's ``tools/list`` would (name, description, JSON Schema of the input); the episode's
-first observation lists them in its meta, so exports write them as the model's tools. A call
-is checked against its schema and sent whatever the check says: what the environment answers
-to a bad call is data too.
+first observation lists them in its meta, so exports put them in the world model's system
+prompt. A call is checked against its schema and sent whatever the check says: what the
+environment answers to a bad call is data too.
 """
 
 from __future__ import annotations

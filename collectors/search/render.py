@@ -37,7 +37,7 @@ observation depends on the tool:
 
 The first observation of an episode (format ``tool-result``) names the corpus, the engine and
 the tools; its ``meta`` lists the tool definitions (``tools``, as :data:`~worldtrace.collectors.
-search.actions.TOOLS` defines them), so exports write them as the model's tools. Every
+search.actions.TOOLS` defines them), so exports put them in the world model's system prompt. Every
 observation's ``meta`` holds the memory after the step (``memory``, ``memory_digest``) and its
 typed change (``state_diff``, :func:`~worldtrace.collectors.search.state.memory_diff`), so a
 curator can tell state-changing calls from read-only ones.
