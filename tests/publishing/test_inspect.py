@@ -121,3 +121,29 @@ def test_scan_is_one_pushed_down_parquet_scan(folders: dict[str, Path]) -> None:
     assert query.collect().to_dicts() == [
         {"action_name": "keys", "next_observation_text": pytest.approx(10.0)}
     ]
+
+
+def test_targets_are_counted_and_shards_before_the_curation_column_are_all_targets(
+    folders: dict[str, Path], tmp_path: Path
+) -> None:
+    corpus = folders["corpus"]
+    frame = pl.read_parquet(sorted(corpus.glob("transitions/*/*.parquet")))
+    # mark one row a duplicate, as curation would
+    marked = frame.with_columns(
+        pl.when(pl.col("id") == frame["id"][0])
+        .then(
+            pl.struct(
+                target=False,
+                duplicate_of=pl.lit("x:00000"),
+                duplicate_rule=pl.lit("exact"),
+                labels=pl.lit([], dtype=pl.List(pl.String)),
+            )
+        )
+        .otherwise(pl.col("curation"))
+        .alias("curation")
+    )
+    marked.write_parquet(tmp_path / "marked.parquet")
+    assert summarize(str(tmp_path / "marked.parquet"))["targets"] == frame.height - 1
+    frame.drop("curation").write_parquet(tmp_path / "old.parquet")  # schema 1.0
+    old = summarize(str(tmp_path / "old.parquet"))
+    assert old["targets"] == old["rows"] == frame.height
