@@ -1,6 +1,8 @@
-"""Benchmark of secret scrubbing: recall on planted secrets, false positives on real transitions.
+"""Benchmark of scrubbing: recall on planted secrets, false positives on real observations.
 
-Run ``.venv/bin/python benchmarks/scrubbing.py [--corpus RUN] [--web-corpus RUN | --no-web]``.
+Run ``.venv/bin/python benchmarks/scrubbing.py`` (both), ``--precision-only`` (no Docker) or
+``--no-precision``; ``--build-precision-set`` builds the precision set (below). What the
+scrubber replaces and leaves, and the numbers, are in docs/scrubbing.md.
 
 **Recall.** :data:`FORMATS` holds 55 secret formats: provider keys and tokens (GitHub,
 GitLab, Slack, AWS, Stripe, OpenAI, Anthropic, Hugging Face, Google, npm, PyPI, Vault …),
@@ -21,14 +23,24 @@ transitions exactly as ``worldtrace collect`` does. The rows of each case go thr
 scrub step. A case leaks if any run of more than :data:`LEAK_RUN` - 1 characters of its
 secret survives in any string of any of its rows (JSON columns decoded). Target: 100%.
 
-**False positives.** The demo corpus (``worldtrace collect terminal --episodes 48
---workers 2``, collected into a temporary folder unless ``--corpus`` names a run) and a few
-exploring web episodes (``worldtrace collect web --policy explore --episodes 3``, unless
-``--web-corpus`` or ``--no-web``), and if asked exploring terminal episodes
-(``--explore-episodes N`` or ``--explore-corpus``), are scrubbed with secrets only (no
-e-mail or IP scrubbing): the share of rows changed (target < 1%). Replacements of
-credentials the task library plants on purpose (:data:`KNOWN_CORPUS_SECRETS`) are counted
-apart; the rows changed with e-mail and IP scrubbing on are reported too.
+**False positives.** The precision set (:data:`PRECISION_FILE`, gzip'd JSONL: ``id``,
+``domain``, ``source``, ``format``, ``columns``, ``text``) holds real observation texts of
+every domain in which a person found no secret and no personal data, so every row the
+scrubber changes (secrets, e-mail and IP scrubbing all on) is a false positive: the share of
+rows changed per domain (target < 0.5% in each), with the replaced spans of every false
+positive printed. ``--build-precision-set --from-runs RUN… [--from-machine]`` draws the
+distinct observations of collected runs and fills each domain up to ``--per-domain`` with
+this machine's own text shaped as the domain renders it (:func:`machine_rows`); the drawn
+rows go to ``--candidates`` to be read, and the set is written without the rows listed in
+:data:`REMOVED_FILE` (those found holding personal data or what the scrubber must replace);
+``--from-candidates`` writes it again from a read candidates file.
+
+Collected corpora can be measured as before (``--corpus RUN`` or ``--demo-episodes N``,
+``--explore-corpus RUN`` or ``--explore-episodes N``, ``--web-corpus RUN`` or
+``--web-episodes N``): scrubbed with secrets only, the share of rows changed (target < 1%),
+replacements of credentials the task library plants on purpose
+(:data:`KNOWN_CORPUS_SECRETS`) counted apart, rows changed with e-mail and IP scrubbing on
+reported too.
 
 Tables are printed; the report goes to ``benchmarks/results/scrubbing.json``.
 """
@@ -39,8 +51,11 @@ import argparse
 import base64
 import copy
 import difflib
+import gzip
+import hashlib
 import json
 import random
+import re
 import shlex
 import string
 import subprocess
@@ -52,9 +67,10 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pyarrow.parquet as pq
 from common import loadavg, log, machine_info, write_report
@@ -69,7 +85,8 @@ from worldtrace.collectors.terminal.render import TerminalRenderer
 from worldtrace.collectors.terminal.screen import plain_screen
 from worldtrace.collectors.terminal.tasks.helpers import TerminalTask, write_file
 from worldtrace.curation.config import ScrubSettings
-from worldtrace.curation.scrub import ScrubStep
+from worldtrace.curation.scrub import TERMINAL_FORMAT, LogicalText, Scrubber, ScrubStep
+from worldtrace.curation.secrets import EMAIL, IPV4, IPV6
 from worldtrace.normalizers.base import episode_records
 from worldtrace.schemas import Action, Transition, to_row, transition_id
 from worldtrace.schemas.raw import read_raw_episode
@@ -893,6 +910,388 @@ def measure_false_positives(rows: list[dict[str, Any]], name: str) -> dict[str, 
     }
 
 
+# --------------------------------------------------------------------------- precision set
+
+PRECISION_FILE = Path(__file__).resolve().parent / "data" / "scrub_precision.jsonl.gz"
+"""Real observation texts of every domain, none holding a secret or personal data."""
+REMOVED_FILE = Path(__file__).resolve().parent / "data" / "scrub_precision_removed.json"
+"""The drawn rows left out of the precision set by hand, each with what it holds and why."""
+TARGET_PRECISION_FP_RATE = 0.005
+DOMAINS = ("terminal", "swe", "mcp", "search", "web", "os")
+PER_DOMAIN = 500
+"""Rows drawn per domain when the set is built (fewer where a source has fewer)."""
+MAX_TEXT_CHARS = 6000
+"""Longer observations are cut (at a line end) to keep the set small."""
+CONTEXT_CHARS = 40
+"""Characters shown on each side of a replaced span."""
+
+
+def precision_rows(path: Path = PRECISION_FILE) -> list[dict[str, Any]]:
+    """The rows of the precision set: ``id``, ``domain``, ``format``, ``columns``, ``text``."""
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def scrub_observation(scrubber: Scrubber, row: dict[str, Any]) -> str:
+    """The row's text as the scrub step leaves it (a terminal screen joined at its width)."""
+    width = row.get("columns") if row.get("format") == TERMINAL_FORMAT else None
+    return scrubber.text(row["text"], width=width or None)
+
+
+def replaced_spans(scrubber: Scrubber, row: dict[str, Any]) -> list[dict[str, str]]:
+    """What the scrubber replaces in a row: kind, value and the text around it."""
+    width = row.get("columns") if row.get("format") == TERMINAL_FORMAT else None
+    view = LogicalText(row["text"], width or None)
+    text = view.logical
+    return [
+        {
+            "kind": kind,
+            "value": text[start:end],
+            "context": text[max(0, start - CONTEXT_CHARS) : start]
+            + "⟦"
+            + text[start:end]
+            + "⟧"
+            + text[end : end + CONTEXT_CHARS],
+        }
+        for kind, start, end in scrubber.finder.find(text)
+    ]
+
+
+def measure_precision(
+    rows: list[dict[str, Any]], settings: ScrubSettings | None = None
+) -> dict[str, Any]:
+    """Rows changed by the scrubber on the precision set (every row a false positive), per
+    domain, with the replaced spans of each."""
+    settings = settings or ScrubSettings()
+    scrubber = Scrubber(settings)
+    by_domain: dict[str, dict[str, Any]] = {}
+    started = time.perf_counter()
+    for row in rows:
+        entry = by_domain.setdefault(
+            row["domain"], {"rows": 0, "false_positive_rows": 0, "kinds": Counter(), "rows_fp": []}
+        )
+        entry["rows"] += 1
+        if scrub_observation(scrubber, row) != row["text"]:
+            spans = replaced_spans(scrubber, row)
+            entry["false_positive_rows"] += 1
+            entry["kinds"].update(span["kind"] for span in spans)
+            entry["rows_fp"].append({"id": row["id"], "spans": spans})
+    elapsed = time.perf_counter() - started
+    domains = {}
+    for domain in sorted(by_domain, key=lambda d: (*DOMAINS, d).index(d)):
+        entry = by_domain[domain]
+        domains[domain] = {
+            "rows": entry["rows"],
+            "false_positive_rows": entry["false_positive_rows"],
+            "false_positive_rate": entry["false_positive_rows"] / entry["rows"],
+            "kinds": dict(entry["kinds"]),
+            "false_positives": entry["rows_fp"],
+        }
+    total = sum(d["rows"] for d in domains.values())
+    fps = sum(d["false_positive_rows"] for d in domains.values())
+    return {
+        "rows": total,
+        "false_positive_rows": fps,
+        "false_positive_rate": fps / total if total else 0.0,
+        "domains": domains,
+        "scrub_ms_per_row": elapsed / max(total, 1) * 1e3,
+        "settings": settings.model_dump(),
+    }
+
+
+# Building the set. From collected runs (``--from-runs``): the distinct observation texts of
+# each domain's transitions, drawn evenly over episodes. Without runs (``--from-machine``):
+# real text of the machine the benchmark runs on, shaped as each domain renders it (see
+# :func:`machine_rows`). Either way rows that hold real personal data or a secret are removed
+# (:func:`holds_personal_data`), after reading what that rule removes by hand.
+
+
+def _cut(text: str, limit: int = MAX_TEXT_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    end = text.rfind("\n", 0, limit)
+    return text[: end if end > limit // 2 else limit]
+
+
+def _row(domain: str, source: str, fmt: str, text: str, columns: int | None = None) -> dict:
+    return {
+        "id": f"{domain}:{hashlib.sha256(text.encode()).hexdigest()[:12]}",
+        "domain": domain,
+        "source": source,
+        "format": fmt,
+        "columns": columns,
+        "text": _cut(text),
+    }
+
+
+def rows_from_runs(paths: Sequence[Path], per_domain: int, seed: int) -> list[dict[str, Any]]:
+    """Distinct observation texts of the runs' transitions, ``per_domain`` of each domain,
+    drawn round-robin over the episodes (in a seeded order)."""
+    rng = random.Random(seed)
+    by_episode: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    seen: set[str] = set()
+    files = sorted(f for path in paths for f in Path(path).glob("**/transitions/*/*.parquet"))
+    for file in files:
+        columns = ["domain", "episode_id", "step", "observation", "next_observation"]
+        for record in pq.read_table(file, columns=columns).to_pylist():
+            observations = [record["next_observation"]]
+            if record["step"] == 0:
+                observations.insert(0, record["observation"])
+            for observation in observations:
+                text = (observation or {}).get("text") or ""
+                if not text.strip() or text in seen:
+                    continue
+                seen.add(text)
+                meta = json.loads(observation.get("meta") or "{}")
+                width = meta.get("columns") if isinstance(meta, dict) else None
+                source = f"{file.parent.parent.parent.name}/{record['episode_id']}:{record['step']}"
+                row = _row(record["domain"], source, observation["format"], text, width)
+                domain = by_episode.setdefault(record["domain"], {})
+                domain.setdefault(record["episode_id"], []).append(row)
+    rows = []
+    for _domain, episodes in sorted(by_episode.items()):
+        queues = [episodes[key] for key in sorted(episodes)]
+        rng.shuffle(queues)
+        for queue in queues:
+            rng.shuffle(queue)
+        taken: list[dict[str, Any]] = []
+        while len(taken) < per_domain and any(queues):
+            for queue in queues:
+                if queue and len(taken) < per_domain:
+                    taken.append(queue.pop())
+        rows += taken
+    return rows
+
+
+def _run(command: str, cwd: Path | None = None, timeout: float = 60) -> str:
+    """A command's output on this machine (stdout and stderr), or nothing if it fails."""
+    environment = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "MANWIDTH": "80"}
+    try:
+        done = subprocess.run(
+            ["bash", "-c", command],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            cwd=cwd,
+            env={**environment, "HOME": "/root", "TERM": "dumb"},
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return (done.stdout + done.stderr).replace("\t", "    ")
+
+
+def _screens(command: str, output: str, rng: random.Random, most: int) -> list[str]:
+    """Terminal screens (160 x 40, wrapped like tmux) showing parts of a command's output."""
+    prompt = "user@sandbox:~/work$ "
+    physical: list[str] = []
+    for line in [prompt + command, *output.rstrip("\n").split("\n"), prompt]:
+        line = line.rstrip()
+        physical += [line[i : i + WIDTH] for i in range(0, len(line), WIDTH)] or [""]
+    if len(physical) <= HEIGHT:
+        return [plain_screen("\n".join(physical))]
+    starts = {0, len(physical) - HEIGHT}
+    starts |= {rng.randrange(len(physical) - HEIGHT) for _ in range(most)}
+    return [plain_screen("\n".join(physical[s : s + HEIGHT])) for s in sorted(starts)][:most]
+
+
+TERMINAL_COMMANDS = (
+    "dpkg -l",
+    "apt list --installed",
+    "apt-cache policy libc6 openssl git python3 tmux libsemanage-common",
+    "/work/main/.venv/bin/pip list",
+    "/work/main/.venv/bin/pip list --outdated --format=columns 2>/dev/null | head -0; "
+    "/work/main/.venv/bin/pip freeze",
+    "git log -n 80 --stat",
+    "git log -n 300 --oneline --decorate",
+    "git log -n 60 --format=fuller",
+    "git show --stat HEAD~5",
+    "git diff HEAD~3 -- README.md | head -400",
+    "ls -la /etc",
+    "ls -la /usr/share/doc | head -300",
+    "ls -l /usr/bin | head -400",
+    "find /usr/share/zoneinfo -maxdepth 2 | head -300",
+    "sha256sum /usr/bin/[a-f]* 2>/dev/null | head -200",
+    "md5sum /etc/*.conf 2>/dev/null",
+    "cat /etc/services",
+    "cat /etc/protocols",
+    "python3 --version; git --version; tmux -V; openssl version; ssh -V",
+    "cat pyproject.toml",
+    "ls -la; ls -la collectors schemas curation",
+    "grep -rn 'import' --include=*.py curation | head -200",
+    "grep -rhoE '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}.{0,60}' "
+    "/usr/share/mime /usr/share/doc 2>/dev/null | head -200",
+)
+SANDBOX_COMMANDS = (
+    "cat /proc/self/cgroup",
+    "cat /proc/self/mountinfo",
+    "cat /proc/self/status",
+    "cat /proc/self/maps",
+    "cat /proc/cpuinfo",
+    "cat /proc/meminfo",
+    "cat /proc/1/cgroup; cat /proc/self/cgroup; cat /proc/sys/kernel/random/boot_id",
+    "uname -a; cat /etc/os-release; cat /etc/debian_version",
+    "df -h; mount",
+    "ls -la /dev",
+    "ps aux",
+)
+"""Run in a terminal sandbox (its image, no network): what the environment shows of itself."""
+TERMINAL_MAN_PAGES = (
+    "ls", "tar", "ssh", "git-log", "dpkg", "curl", "ping", "ip", "grep", "find", "ps", "mount",
+    "apt-get", "bash", "tmux", "python3", "gzip", "rsync", "sshd_config", "resolv.conf", "hosts",
+    "crontab", "chmod", "systemd.unit", "sudoers", "ssh-keygen", "openssl", "wget", "netstat",
+)  # fmt: skip
+
+
+_MAINTAINER = re.compile(r"(?:Original-)?Maintainer:|Uploaders:")
+_CLOUD_SDK = re.compile(r"gcloud|gsutil|bq[._]|docker-credential-gcloud|git-credential-gcloud")
+
+
+def machine_rows(
+    per_domain: int, seed: int, repo: Path, image: str = "worldtrace/terminal:latest"
+) -> list[dict[str, Any]]:
+    """Real text of this machine, shaped as each domain's observations are.
+
+    terminal: screens (160 x 40, wrapped) of ``dpkg -l``, ``apt``, ``pip``, ``git log`` of the
+    repository, listings, checksums, man pages, and, run in a terminal sandbox (``image``),
+    ``/proc/self/cgroup``, ``mountinfo``, ``maps``, ``status``, ``df``, ``mount``, ``ps``;
+    swe: ``read_file`` windows (numbered like ``cat -n``) of the installed Python
+    packages' sources, ``grep -rn`` and ``git log`` outputs with their exit code; mcp: the
+    filesystem server's listings and file reads of ``/usr/share/doc`` and ``/etc``, the git
+    server's ``git_log`` of the repository, the time server's JSON; search: result lists
+    (``[n] url / Title / Snippet / Date``) and pages (markdown) of man pages and package
+    descriptions. web and os need a browser and a desktop: none are made here.
+    """
+    rng = random.Random(seed)
+    out: dict[str, list[dict[str, Any]]] = {d: [] for d in DOMAINS}
+
+    # terminal
+    commands = list(TERMINAL_COMMANDS) + [f"man -P cat {page}" for page in TERMINAL_MAN_PAGES]
+    commands += SANDBOX_COMMANDS
+    for command_line in commands:
+        if command_line in SANDBOX_COMMANDS:
+            # the sandbox's own /proc and mounts, not this machine's
+            sandbox = f"docker run --rm --network none {shlex.quote(image)} sh -c "
+            output = _run(sandbox + shlex.quote(command_line))
+        else:
+            output = _run(command_line, cwd=repo)
+        for screen in _screens(command_line, output, rng, most=12):
+            out["terminal"].append(_row("terminal", f"machine:{command_line}", TERMINAL_FORMAT,
+                                        screen, WIDTH))  # fmt: skip
+
+    # swe
+    site = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    sources = sorted((site / "site-packages").glob("*/**/*.py"))
+    rng.shuffle(sources)
+    for path in sources[: per_domain * 2]:
+        try:
+            lines = path.read_text(encoding="utf-8").split("\n")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if len(lines) < 5:
+            continue
+        start = rng.randrange(max(1, len(lines) - 60))
+        shown = lines[start : start + rng.randint(30, 120)]
+        text = "\n".join(f"{start + i + 1:6d}\t{line}" for i, line in enumerate(shown))
+        out["swe"].append(_row("swe", f"machine:read_file {path.relative_to(site)}",
+                               "tool-result", text.replace("\t", "    ")))  # fmt: skip
+    packages = sorted(p.name for p in (site / "site-packages").iterdir() if p.is_dir())
+    for name in rng.sample(packages, min(len(packages), per_domain // 4)):
+        folder = site / "site-packages" / name
+        pattern = rng.choice(["def ", "import ", "http", "version", "TODO", "raise ", "self."])
+        output = _run(f"grep -rn --include=*.py {shlex.quote(pattern)} . | head -60", cwd=folder)
+        if output.strip():
+            out["swe"].append(_row("swe", f"machine:grep {name}", "tool-result",
+                                   output + "\n[exit code: 0]"))  # fmt: skip
+    for skip in range(0, 300, 15):
+        output = _run(f"git log -n 15 --skip {skip}", cwd=repo)
+        out["swe"].append(
+            _row("swe", "machine:git log", "tool-result", output + "\n[exit code: 0]")
+        )
+
+    # mcp
+    folders = sorted(p for p in Path("/usr/share/doc").iterdir() if p.is_dir())
+    for folder in rng.sample(folders, min(len(folders), per_domain)):
+        entries = sorted(folder.iterdir())
+        listing = "\n".join(f"[{'DIR' if e.is_dir() else 'FILE'}] {e.name}" for e in entries)
+        out["mcp"].append(_row("mcp", f"machine:list_directory {folder}", "tool-result", listing))
+        readable = [e for e in entries if e.is_file() and e.suffix in ("", ".md", ".txt")]
+        readable = [e for e in readable if e.name != "copyright"]
+        if readable:
+            path = rng.choice(readable)
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            out["mcp"].append(_row("mcp", f"machine:read_text_file {path}", "tool-result", text))
+    configs = sorted(p for p in Path("/etc").glob("*.conf") if p.is_file())
+    for path in configs:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        out["mcp"].append(_row("mcp", f"machine:read_text_file {path}", "tool-result", text))
+    log_format = "Commit: %x27%H%x27%nAuthor: %an <%ae>%nDate: %ad%nMessage: %B"
+    for skip in range(0, 300, 10):
+        output = _run(f"git log -n 10 --skip {skip} --format='{log_format}'", cwd=repo)
+        out["mcp"].append(_row("mcp", "machine:git_log", "tool-result",
+                               "Commit history:\n" + output))  # fmt: skip
+    zones = sorted(str(p.relative_to("/usr/share/zoneinfo")) for p in
+                   Path("/usr/share/zoneinfo").glob("[A-Z]*/*") if p.is_file())  # fmt: skip
+    for zone in rng.sample(zones, min(len(zones), 40)):
+        moment = datetime(2026, 3, 1, 8, 0, tzinfo=UTC) + timedelta(hours=rng.randint(0, 9000))
+        local = moment.astimezone(ZoneInfo(zone))
+        result = {
+            "timezone": zone,
+            "datetime": local.isoformat(timespec="seconds"),
+            "day_of_week": local.strftime("%A"),
+            "is_dst": bool(local.dst()),
+        }
+        out["mcp"].append(_row("mcp", "machine:get_current_time", "tool-result",
+                               json.dumps(result, indent=2)))  # fmt: skip
+
+    # search
+    # the manuals of Debian's packages; not the 16,000 pages of google-cloud-cli, which no
+    # environment of the project has
+    pages = _run("ls /usr/share/man/man1 /usr/share/man/man5 /usr/share/man/man8").split()
+    pages = sorted(
+        {".".join(p.split(".")[:2]) for p in pages if "." in p and not _CLOUD_SDK.match(p)}
+    )
+    rendered: list[tuple[str, str, str]] = []
+    for page in rng.sample(pages, min(len(pages), per_domain // 2)):
+        name, section = page.rsplit(".", 1)
+        text = _run(f"man -P cat {shlex.quote(section)} {shlex.quote(name)}", timeout=20)
+        if text.strip():
+            url = f"http://docs.localhost/man/{section}/{name}.html"
+            rendered.append((url, f"{name}({section})", text))
+    packages_shown = _run("dpkg-query -W -f='${Package}\\n'").split()
+    for name in rng.sample(packages_shown, min(len(packages_shown), per_domain // 3)):
+        text = _run(f"apt-cache show --no-all-versions {shlex.quote(name)}")
+        # a maintainer's address is a real person's: the page is kept without it
+        text = "\n".join(line for line in text.split("\n") if not _MAINTAINER.match(line))
+        if text.strip():
+            rendered.append((f"http://docs.localhost/packages/{name}.html", name, text))
+    for url, _title, text in rendered:
+        out["search"].append(_row("search", f"machine:web_extractor {url}", "markdown", text))
+    for _ in range(per_domain // 2):
+        results = []
+        for index, (url, title, text) in enumerate(rng.sample(rendered, 5), 1):
+            words = text.split()
+            at = rng.randrange(max(1, len(words) - 30))
+            snippet = "..." + " ".join(words[at : at + 30]) + "..."
+            date = rng.choice(["N/A", "2023-01-13", "2024-06-30", "2022-11-02"])
+            results.append(f"[{index}] {url}\nTitle: {title}\nSnippet: {snippet}\nDate: {date}")
+        out["search"].append(_row("search", "machine:web_search", "search-results",
+                                  "\n\n".join(results)))  # fmt: skip
+
+    rows: list[dict[str, Any]] = []
+    for domain in DOMAINS:
+        unique = list({row["text"]: row for row in out[domain]}.values())
+        rng.shuffle(unique)
+        rows += unique[:per_domain]
+    return rows
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -922,22 +1321,31 @@ def summarize(cases: list[dict[str, Any]]) -> dict[str, Any]:
 
 def print_report(report: dict[str, Any]) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     console = Console(width=None if sys.stdout.isatty() else 150)
-    summary = report["recall"]["summary"]
+    if report["recall"] is not None:
+        print_recall(console, report["recall"])
+    if report["precision"] is not None:
+        print_precision(console, report["precision"])
+    if report["false_positives"]:
+        print_corpora(console, report["false_positives"])
+
+
+def print_recall(console: Any, recall: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    summary = recall["summary"]
     table = Table(title=f"Planted secrets: recall by placement ({summary['formats']} formats)")
     for column in ("placement", "cases", "secret wrapped", "split sb/screen", "leaked", "recall"):
         table.add_column(column, justify="right")
     for placement, counts in summary["by_placement"].items():
-        recall = 1 - counts["leaked"] / counts["cases"]
         table.add_row(
             placement,
             str(counts["cases"]),
             str(counts["wrapped"]),
             str(counts["split"]),
             str(counts["leaked"]),
-            f"{recall:.1%}",
+            f"{1 - counts['leaked'] / counts['cases']:.1%}",
         )
     table.add_row(
         "all", str(summary["cases"]), "", "", str(summary["leaked"]), f"{summary['recall']:.1%}"
@@ -945,7 +1353,7 @@ def print_report(report: dict[str, Any]) -> None:
     console.print(table)
     verdict = "met" if summary["recall"] >= TARGET_RECALL else "MISSED"
     console.print(f"recall {summary['recall']:.2%} (target 100%): {verdict}")
-    for case in report["recall"]["cases"]:
+    for case in recall["cases"]:
         if case["leaked"]:
             console.print(
                 f"  leaked: {case['format']} / {case['placement']}: {case['leaked_runs']}"
@@ -953,11 +1361,51 @@ def print_report(report: dict[str, Any]) -> None:
     if summary["not_planted"]:
         console.print(f"  {summary['not_planted']} cases did not show their secret (not planted)")
 
-    fp = Table(title="Ordinary transitions: rows changed by secret scrubbing")
+
+def print_precision(console: Any, precision: dict[str, Any]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title="Precision set: rows changed by scrubbing (every change a false positive)")
+    for column in ("domain", "rows", "false positives", "FP rate", "target", "kinds"):
+        table.add_column(column, justify="right")
+    target = f"< {TARGET_PRECISION_FP_RATE:.1%}"
+    for domain, entry in precision["domains"].items():
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(entry["kinds"].items()))
+        verdict = "" if entry["false_positive_rate"] < TARGET_PRECISION_FP_RATE else " MISSED"
+        table.add_row(
+            domain,
+            str(entry["rows"]),
+            str(entry["false_positive_rows"]),
+            f"{entry['false_positive_rate']:.2%}",
+            target + verdict,
+            kinds,
+        )
+    table.add_row(
+        "all",
+        str(precision["rows"]),
+        str(precision["false_positive_rows"]),
+        f"{precision['false_positive_rate']:.2%}",
+        target,
+        f"{precision['scrub_ms_per_row']:.2f} ms/row",
+    )
+    console.print(table)
+    for entry in precision["domains"].values():
+        for row in entry["false_positives"]:
+            console.print(f"  false positive in {row['id']}:")
+            for span in row["spans"]:
+                context = span["context"].replace("\n", "⏎")
+                console.print(f"    {span['kind']}: {escape(context)}", highlight=False)
+
+
+def print_corpora(console: Any, false_positives: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    fp = Table(title="Collected corpora: rows changed by secret scrubbing")
     columns = ("corpus", "rows", "changed", "known credentials", "false positives", "FP rate")
     for column in (*columns, "changed with e-mail/IP", "ms/row"):
         fp.add_column(column, justify="right")
-    for entry in report["false_positives"]:
+    for entry in false_positives:
         fp.add_row(
             entry["corpus"],
             str(entry["rows"]),
@@ -969,15 +1417,98 @@ def print_report(report: dict[str, Any]) -> None:
             f"{entry['scrub_ms_per_row']:.2f}",
         )
     console.print(fp)
-    for entry in report["false_positives"]:
+    for entry in false_positives:
         for example in entry["false_positive_examples"]:
             console.print(f"  false positive in {example['id']}: {example['replaced']}")
 
 
+def draw_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Rows of collected runs first (every distinct observation up to ``--per-domain``), then
+    this machine's text for the domains still short of it."""
+    rows = rows_from_runs(args.from_runs, args.per_domain, args.seed) if args.from_runs else []
+    if args.from_machine:
+        have = Counter(row["domain"] for row in rows)
+        seen = {row["text"] for row in rows}
+        repo = Path(__file__).resolve().parents[1]
+        for row in machine_rows(args.per_domain, args.seed, repo, args.image):
+            if row["text"] not in seen and have[row["domain"]] < args.per_domain:
+                rows.append(row)
+                have[row["domain"]] += 1
+    return rows
+
+
+def to_review(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What a person must read before a row goes into the set: everything the scrubber would
+    replace, and every e-mail- or IP-looking string it would leave."""
+    scrubber = Scrubber(ScrubSettings())
+    found = []
+    for row in rows:
+        spans = replaced_spans(scrubber, row)
+        text = row["text"]
+        looks = [m.group() for p in (EMAIL, IPV4, IPV6) for m in p.finditer(text)]
+        looks = [value for value in looks if value not in {s["value"] for s in spans}]
+        if spans or looks:
+            found.append({"id": row["id"], "replaced": spans, "left": sorted(set(looks))})
+    return found
+
+
+def build_precision_set(
+    rows: list[dict[str, Any]], out: Path = PRECISION_FILE, removed: Path = REMOVED_FILE
+) -> dict[str, Any]:
+    """Write the rows not listed in ``removed`` to ``out``; return counts per domain and what
+    the kept rows hold that a person should have read (:func:`to_review`)."""
+    drop = {entry["id"] for entry in json.loads(removed.read_text())["rows"]}
+    kept = [row for row in rows if row["id"] not in drop]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lines = "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in kept)
+    with open(out, "wb") as raw, gzip.GzipFile("", "wb", 9, raw, mtime=0) as handle:
+        handle.write(lines.encode())  # no time in the header: the same rows, the same bytes
+    counts = Counter(row["domain"] for row in kept)
+    removed_counts = Counter(row["domain"] for row in rows if row["id"] in drop)
+    log(f"wrote {len(kept)} rows to {out} ({out.stat().st_size / 1e6:.2f} MB): {dict(counts)}")
+    log(f"left out as holding personal data or secrets: {dict(removed_counts)}")
+    review = to_review(kept)
+    for entry in review:
+        log(f"  to review: {entry['id']}: replaced {entry['replaced']}, left {entry['left']}")
+    return {"kept": dict(counts), "removed": dict(removed_counts), "to_review": review}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--precision-only",
+        action="store_true",
+        help="only the precision set (no sandbox needed)",
+    )
+    parser.add_argument("--no-precision", action="store_true", help="skip the precision set")
+    parser.add_argument("--precision-set", type=Path, default=PRECISION_FILE)
+    parser.add_argument(
+        "--build-precision-set",
+        action="store_true",
+        help="build the precision set (--from-runs or --from-machine) and exit",
+    )
+    parser.add_argument("--from-runs", type=Path, nargs="*", help="run or corpus folders")
+    parser.add_argument("--from-machine", action="store_true", help="this machine's own text")
+    parser.add_argument(
+        "--candidates",
+        type=Path,
+        default=RESULTS_DIR / "scrub_precision_candidates.jsonl",
+        help="where the drawn rows are written (--build-precision-set) or read from "
+        "(--from-candidates), for review",
+    )
+    parser.add_argument(
+        "--from-candidates",
+        action="store_true",
+        help="build the set from the reviewed --candidates file instead of drawing rows",
+    )
+    parser.add_argument("--per-domain", type=int, default=PER_DOMAIN)
     parser.add_argument("--corpus", type=Path, help="a terminal run or corpus folder")
-    parser.add_argument("--episodes", type=int, default=48, help="demo episodes to collect")
+    parser.add_argument(
+        "--demo-episodes",
+        type=int,
+        default=0,
+        help="demo terminal episodes to collect as a further corpus (default: none)",
+    )
     parser.add_argument("--explore-corpus", type=Path, help="a terminal run of exploring")
     parser.add_argument(
         "--explore-episodes",
@@ -986,8 +1517,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="exploring terminal episodes to collect as a further corpus (default: none)",
     )
     parser.add_argument("--web-corpus", type=Path, help="a web run or corpus folder")
-    parser.add_argument("--web-episodes", type=int, default=3, help="web episodes to collect")
-    parser.add_argument("--no-web", action="store_true", help="skip the web transitions")
+    parser.add_argument(
+        "--web-episodes", type=int, default=0, help="web episodes to collect (default: none)"
+    )
     parser.add_argument("--workers", type=int, default=2, help="sandboxes recording at once")
     parser.add_argument("--seed", type=int, default=0, help="seed of the planted secrets")
     parser.add_argument("--image", default="worldtrace/terminal:latest")
@@ -997,33 +1529,58 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=RESULTS_FILE)
     args = parser.parse_args(argv)
 
+    if args.build_precision_set:
+        if args.from_candidates:
+            lines = args.candidates.read_text(encoding="utf-8").split("\n")
+            rows = [json.loads(line) for line in lines if line.strip()]
+        elif args.from_runs or args.from_machine:
+            rows = draw_rows(args)
+            args.candidates.parent.mkdir(parents=True, exist_ok=True)
+            args.candidates.write_text(
+                "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+            )
+            log(f"drew {len(rows)} rows into {args.candidates}")
+        else:
+            parser.error("--build-precision-set needs --from-runs, --from-machine or candidates")
+        build_precision_set(rows, args.precision_set)
+        return 0
+
     started = time.monotonic()
     loadavg_start = loadavg()
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    recall: dict[str, Any] | None = None
+    false_positives: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-scrubbing-", dir=RESULTS_DIR) as tmp:
         work = Path(tmp)
-        formats = [f for f in FORMATS if not args.formats or f.name in args.formats]
-        recall = measure_recall(args.image, args.workers, args.seed, work / "planted", formats)
-        recall["summary"] = summarize(recall["cases"])
-        corpus = args.corpus or collect(
-            "terminal",
-            work / "demo",
-            ["--episodes", str(args.episodes), "--workers", str(args.workers)],
-        )
-        false_positives = [measure_false_positives(read_rows(corpus), "terminal demo")]
-        explore = args.explore_corpus
+        if not args.precision_only:
+            formats = [f for f in FORMATS if not args.formats or f.name in args.formats]
+            recall = measure_recall(args.image, args.workers, args.seed, work / "planted", formats)
+            recall["summary"] = summarize(recall["cases"])
         workers = ["--workers", str(args.workers)]
+        corpus = args.corpus
+        if corpus is None and args.demo_episodes:
+            corpus = collect(
+                "terminal", work / "demo", ["--episodes", str(args.demo_episodes), *workers]
+            )
+        if corpus is not None:
+            false_positives.append(measure_false_positives(read_rows(corpus), "terminal demo"))
+        explore = args.explore_corpus
         explore_args = ["--policy", "explore", "--episodes", str(args.explore_episodes)]
         if explore is None and args.explore_episodes:
             explore = collect("terminal", work / "explore", [*explore_args, *workers])
         if explore is not None:
             rows = read_rows(explore)
             false_positives.append(measure_false_positives(rows, "terminal explore"))
-        if not args.no_web:
-            web = args.web_corpus or collect(
-                "web", work / "web", ["--policy", "explore", "--episodes", str(args.web_episodes)]
-            )
+        web = args.web_corpus
+        if web is None and args.web_episodes:
+            web_args = ["--policy", "explore", "--episodes", str(args.web_episodes)]
+            web = collect("web", work / "web", web_args)
+        if web is not None:
             false_positives.append(measure_false_positives(read_rows(web), "web explore"))
+    precision = None
+    if not args.no_precision:
+        precision = measure_precision(precision_rows(args.precision_set))
+        precision["file"] = str(args.precision_set)
 
     report = {
         "benchmark": "scrubbing",
@@ -1031,8 +1588,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": machine_info(loadavg_start),
         "leak_run": LEAK_RUN,
         "recall": recall,
+        "precision": precision,
         "false_positives": false_positives,
-        "targets": {"recall": TARGET_RECALL, "false_positive_rate": TARGET_FP_RATE},
+        "targets": {
+            "recall": TARGET_RECALL,
+            "false_positive_rate": TARGET_FP_RATE,
+            "precision_false_positive_rate": TARGET_PRECISION_FP_RATE,
+        },
         "elapsed_s": round(time.monotonic() - started, 1),
         "results_file": str(args.output),
     }

@@ -254,16 +254,20 @@ class Scrubber:
             self._decoded[raw] = value
         return value
 
-    def text(self, text: str, known: KnownSecrets | None = None) -> str:
-        """Return one string with every secret and personal datum replaced."""
-        logical = LogicalText(text)
+    def text(self, text: str, known: KnownSecrets | None = None, width: int | None = None) -> str:
+        """Return one string with every secret and personal datum replaced.
+
+        With ``width`` the text is a terminal screen wrapped at that many columns: its wrapped
+        lines are joined before searching (see :class:`LogicalText`).
+        """
+        logical = LogicalText(text, width)
         spans = list(self.find(logical.logical))
         if known is not None and known.kinds:
             spans = merge(spans + known.spans(logical))
         if not spans:
             return text
         self.counts.update(f.kind for f in spans)
-        return replace_spans(text, spans)
+        return replace_spans(text, [Finding(f.kind, *logical.physical_span(*f[1:])) for f in spans])
 
     def value(self, value: Any) -> Any:
         """Scrub every string inside a JSON value (dict keys included)."""

@@ -1,9 +1,8 @@
 """Where the secrets and personal data are in a text.
 
 :meth:`SecretFinder.find` returns the spans of one *logical* text to replace: a terminal
-screen whose wrapped lines are already joined (see :mod:`worldtrace.curation.scrub`), a task, an
-action
-or one JSON string. Detection combines detect-secrets' plugins (provider keys and tokens,
+screen whose wrapped lines are already joined (see :mod:`worldtrace.curation.scrub`), a task,
+an action or one JSON string. Detection combines detect-secrets' plugins (provider keys and tokens,
 JWTs, private-key headers, keyword assignments in quoted form, quoted high-entropy strings,
 URL credentials), its entropy measure, and our own patterns for what it lacks:
 
@@ -24,7 +23,25 @@ What counts as a secret-sounding name is decided by :func:`secret_name_kind`: na
 from PASSWORD, SECRET, TOKEN, KEY or CREDENTIAL parts (``DB_PASSWORD``, ``apiKey``,
 ``X-Auth-Token``); a lower-case plain ``key`` only with a qualifier (``api_key``, not the
 cache ``key=user:17``); and never a name that holds something about the secret rather than
-the secret (``password_file``, ``TOKEN_URL``, ``credential.helper``, ``KeyError``).
+the secret (``password_file``, ``TOKEN_URL``, ``credential.helper``, ``KeyError``). What an
+assigned value must be to be a secret is decided by :func:`is_secret_value`: not code
+(``password=None,``, ``token=self.token``), not a placeholder a manual or an example puts
+there (``--password=PASSWORD``, ``-u user:password``, ``[-P passphrase]``, ``fake-key``) and
+not the next word of a manual's sentence (``--password is ignored``). Random-looking runs
+that are base64 of ordinary text (an MCP resource's ``blob``) are searched as that text;
+tokens in the query of a status badge's image URL are published with the badge and left.
+
+E-mail addresses are someone's unless their domain is reserved for documentation and
+testing (``example.com``/``.net``/``.org`` and their subdomains, the ``.test``, ``.example``,
+``.invalid`` and ``.localhost`` TLDs: RFC 2606 and 6761), they are a message id
+(``<uuid@host>``), or they are the login and host of an SSH remote or a URL. A dotted quad is
+an IPv4 address only where the text around it makes it one (:func:`ipv4_is_address`: a
+port, a prefix length, a URL, ``user@``, an address word such as ``inet``, ``ping`` or
+``nameserver``, a hosts-file or access-log line) and never when it is a version
+(``1.0.0.7-10+b3``, ``foo-1.2.3.4``, ``==1.2.3.4``); an IPv6 address needs its own shape or
+such a word, and never has a path after it (``0::/docker/…``). Addresses of no one are kept:
+loopback, unspecified, multicast, IPv4 link-local, netmasks, networks written with their
+prefix (``10.0.0.0/8``) and the documentation ranges (RFC 5737, RFC 3849).
 
 An ordinary screen costs little: everything but private keys and base64 blocks is found
 line by line, each distinct line once (a screen repeats most lines of the step before), and
@@ -37,7 +54,10 @@ lines with their hints.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import ipaddress
+import itertools
 import math
 import re
 from collections.abc import Iterator
@@ -143,6 +163,14 @@ _KEY_QUALIFIERS = frozenset(
         "deploy", "hmac", "aes", "session", "storage", "sas", "write", "read", "ingest",
     }
 )  # fmt: skip
+# Words that make even an upper-case KEY the key of a mapping or a table, not a secret.
+_LOOKUP_QUALIFIERS = frozenset(
+    {"tag", "cache", "dict", "map", "lookup", "sort", "primary", "foreign", "partition", "row",
+     "column", "field", "label", "metric", "group", "queue", "attr", "attribute", "param",
+     "query", "index", "dedup", "idempotency", "unique", "composite", "hot", "id", "routing",
+     "shard", "bucket", "object", "s3", "redis", "registry", "context", "state", "event",
+     "meta", "metadata"}
+)  # fmt: skip
 _COMPOUND_KEYS = frozenset(w + "key" for w in _KEY_QUALIFIERS)
 _NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})  # the shell's working directories
 
@@ -179,6 +207,8 @@ def secret_name_kind(name: str) -> str | None:
             return "token"
         if word in _COMPOUND_KEYS:
             return "key"
+        if word == "key" and index > 0 and words[index - 1] in _LOOKUP_QUALIFIERS:
+            return None  # `CACHE_KEY`, `USER_ID_TAG_KEY`: the key of a mapping
         if word == "key" and (shouting or (index > 0 and words[index - 1] in _KEY_QUALIFIERS)):
             return "key"
     return None
@@ -192,20 +222,110 @@ _EMPTY_VALUES = frozenset(
 )  # fmt: skip
 
 
-def is_secret_value(value: str) -> bool:
-    """Whether an assigned ``value`` can hold a secret (not empty, a reference or code)."""
+# Values that stand for a secret in documentation and code rather than being one: the name of
+# what goes there (`--password=PASSWORD`, `-u user:password`, `--private-key=file`), the word
+# after an option in prose (`--password is ignored`), an elided or made-up example.
+_PLACEHOLDER_WORDS = frozenset(
+    {"password", "passwd", "pass", "pwd", "passphrase", "new_passphrase", "old_passphrase",
+     "secret", "token", "key", "apikey", "api_key", "api-key", "value", "values", "file",
+     "path", "filename", "keyfile", "credential", "credentials", "user", "username", "name",
+     "is", "are", "was", "be", "and", "or", "the", "to", "of", "for", "with", "when", "if",
+     "not", "in", "on", "option", "options", "flag", "argument", "arguments", "parameter",
+     "string", "text", "here", "arg", "args", "pass:arg", "env:var", "file:pathname"}
+)  # fmt: skip
+_METAVARIABLE = re.compile(
+    r"[A-Z][A-Z_]*[A-Z](?:,?\.\.\.)?|<[^<>]+>(?:[:@/]<[^<>]+>)*|\[[^\[\]]*\]"
+)
+# A template's field (`{password}`, `{from_email}?bcc=…`) or a manual's page reference
+# (`systemd.exec(1)`) in a value: a description of a value, not one.
+_TEMPLATE_OR_REFERENCE = re.compile(r"^\{[a-z_]+\}|(?:^|[\s(])[a-z][a-z0-9._-]*\(\d[a-z]*\)")
+# Another setting's name (`LoadCredential=/SetCredential=` lists two settings).
+_SETTING_NAME = re.compile(r"/?[A-Z][a-z]+(?:[A-Z][a-z]+)+=")
+_MADE_UP = re.compile(r"(?i)fake|dummy|example|placeholder|your[_\-]?|redacted|xxxx|\*\*\*")
+_COLOR = re.compile(r"#(?:[0-9a-fA-F]{3}){1,2}(?:[0-9a-fA-F]{2})?(?: \w+)*")  # `Token: '#ddd bold'`
+# A manual's metavariables (`VALUE,[KEY=VALUE,...]`, `LOCAL_FILE_PATH,[...]`), or one followed
+# by the manual's sentence (`VALUE pairs of HTTP headers …`).
+_METAVARIABLES = re.compile(r"(?=.*[A-Z]{3})[A-Z_\[\],.=…]+|[A-Z][A-Z_]{3,}[ \t]+[a-z][^\n]*")
+# A call cut at a blank: `self.pprint(self.token,` (lower-case names, as code has them).
+_CALL_START = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*\([a-z_][a-z0-9_.]*$")
+_OPTION_VALUE = re.compile(r"--[a-z][a-z0-9-]*(?:=|$)")
+_DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_CLOSING = {")": "(", "]": "[", "}": "{"}
+
+
+def trim_value(value: str) -> str:
+    """``value`` without what follows it in code or prose.
+
+    That is a trailing comma or semicolon, an unbalanced closing bracket, or the hyphen a
+    manual page's hyphenation leaves at a line's end (U+2010).
+    """
     value = value.strip()
-    if value.lower() in _EMPTY_VALUES or set(value) <= {"*", "x", "X", "."}:
+    while value:
+        last = value[-1]
+        if last in ",;.\u2010" or (
+            last in _CLOSING and value.count(_CLOSING[last]) < value.count(last)
+        ):
+            value = value[:-1].rstrip()
+        else:
+            break
+    return value
+
+
+def is_secret_value(value: str, name: str | None = None) -> bool:
+    """Whether an assigned ``value`` can hold a secret.
+
+    It cannot when it is empty, a reference, code (a call, a subscription, ``self.password``,
+    the variable of the same name ``name``), a placeholder (``PASSWORD``, ``<token>``,
+    ``your-api-key``, ``fake-key``, ``hf_…``) or a word of prose.
+    """
+    value = trim_value(value)
+    if len(value) < 3 or value.lower() in _EMPTY_VALUES or set(value) <= {"*", "x", "X", "."}:
         return False
     if PLACEHOLDER.fullmatch(value) or value.startswith(("<SECRET:", "<PASSWORD>")):
         return False
-    return not (_VARIABLE_REFERENCE.fullmatch(value) or _CODE_VALUE.fullmatch(value))
+    if _OPTION_VALUE.match(value):  # `KEY : --disk-encryption-key-keyring=…`: an option
+        return False
+    if value.lower().strip("<>[]{}$") in _PLACEHOLDER_WORDS or _METAVARIABLE.fullmatch(value):
+        return False
+    if _METAVARIABLES.fullmatch(value):
+        return False  # `VALUE,[KEY=VALUE,...]`, `LOCAL_FILE_PATH,[...]`, `VALUE pairs of …`
+    if value.endswith(("…", "...")) or _MADE_UP.search(value) or _COLOR.fullmatch(value):
+        return False
+    if _TEMPLATE_OR_REFERENCE.search(value) or _SETTING_NAME.fullmatch(value):
+        return False
+    if name is not None and value == name:
+        return False  # `password=password`: a variable passed on
+    if _DOTTED_NAME.fullmatch(value) and (
+        value.startswith(("self.", "cls.")) or secret_name_kind(value.rsplit(".", 1)[1])
+    ):
+        return False  # `self.password`, `config.api_key`
+    return not (
+        _VARIABLE_REFERENCE.fullmatch(value)
+        or _CODE_VALUE.fullmatch(value)
+        or _CALL_START.fullmatch(value)
+    )
+
+
+def is_url_secret(value: str) -> bool:
+    """Whether the password of a URL (``scheme://user:value@host``) is one.
+
+    Not our placeholder, a reference or template (``$PASS``, ``{password}``) or the name of
+    what goes there (``user:password@``); any length.
+    """
+    if PLACEHOLDER.fullmatch(value) or _VARIABLE_REFERENCE.fullmatch(value):
+        return False
+    if _TEMPLATE_OR_REFERENCE.search(value) or _METAVARIABLE.fullmatch(value):
+        return False
+    return value.lower().strip("<>[]{}$%()") not in _PLACEHOLDER_WORDS
 
 
 # --------------------------------------------------------------------------- patterns
 
 MIN_TOKEN_WORD = 16
 """Words shorter than this hold no token a token detector looks for."""
+MIN_ENCODED_TEXT = 40
+"""Random-looking runs at least this long are decoded as base64 to tell encoded text from keys
+(a shorter run decodes to too few characters to tell)."""
 
 # `NAME=value`: shell, `export`, `.env`, URL query parameters, keyword arguments.
 _ASSIGNMENT = re.compile(
@@ -223,6 +343,17 @@ _LINE_ASSIGNMENT = re.compile(
     re.M,
 )
 _TRAILING_COMMENT = re.compile(r"[ \t]+#.*$")
+# `passwd:` and `pwd:` alone as a YAML or INI name: the password database of nsswitch.conf, the
+# pwd command in a list of authors; a password is `password:` or has a qualifier (`db_pwd`).
+_DATABASE_NAMES = frozenset({"passwd", "pwd", "shadow", "gshadow"})
+# Two more words of prose after an option's value: a manual's sentence, not a command line.
+_PROSE_AFTER = re.compile(r"[ \t]+[A-Za-z']+[ \t]+[A-Za-z']+")
+# `Name= text`: a blank after `=` and none before it, where a value is not assigned (an empty
+# assignment in a shell, a setting named in a manual).
+_SETTING_THEN_PROSE = re.compile(r"""["']?=[ \t]+""")
+# A value that closes a synopsis' optional group: `[-P passphrase]`.
+_SYNOPSIS_VALUE = re.compile(r"\]")
+_URL_VALUE_END = re.compile(r"[)\]#]")
 # `--password value`, `--token=value`, `-password value`.
 _OPTION = re.compile(
     r"""(?<![\w\-])--?([A-Za-z][\w\-]*)(?:=|[ \t]+)("[^"\n]*"|'[^'\n]*'|[^\s"'`;&|<>]+)"""
@@ -297,6 +428,254 @@ EMAIL_HINT = re.compile(r"@[A-Za-z0-9-]+\.")
 IPV4_HINT = re.compile(r"\.\d{1,3}\.\d")
 IPV6_HINT = re.compile(r"::|:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:")
 
+# --------------------------------------------------------------------------- e-mail and IPs
+
+RESERVED_DOMAINS = ("example.com", "example.net", "example.org")
+"""Second-level domains reserved for documentation (RFC 2606), with their subdomains."""
+RESERVED_TLDS = frozenset({"test", "example", "invalid", "localhost"})
+"""Top-level domains reserved for testing and documentation (RFC 2606, RFC 6761)."""
+DOCUMENTATION_NETWORKS = (
+    ipaddress.IPv4Network("192.0.2.0/24"),  # TEST-NET-1 (RFC 5737)
+    ipaddress.IPv4Network("198.51.100.0/24"),  # TEST-NET-2
+    ipaddress.IPv4Network("203.0.113.0/24"),  # TEST-NET-3
+    ipaddress.IPv6Network("2001:db8::/32"),  # RFC 3849
+)
+
+
+def is_reserved_domain(domain: str) -> bool:
+    """Whether ``domain`` is reserved for documentation or testing (RFC 2606 and 6761)."""
+    domain = domain.lower().rstrip(".")
+    if domain.rsplit(".", 1)[-1] in RESERVED_TLDS:
+        return True
+    return any(domain == name or domain.endswith("." + name) for name in RESERVED_DOMAINS)
+
+
+_MESSAGE_ID = re.compile(
+    r"(?i)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{16,}"
+)
+SYSTEMD_UNIT_TYPES = frozenset(
+    {"service", "socket", "target", "slice", "scope", "mount", "automount", "timer", "path",
+     "device", "swap"}
+)  # fmt: skip
+_PLACEHOLDER_LABEL = re.compile(r"(?i)(?:^|\.)(?:your|my)?[-_]?domain\.")
+_RETINA_IMAGE = re.compile(r"(?i)\d+(?:\.\d+)?x\.(?:png|jpe?g|gif|webp|svg|avif)")
+_REMOTE_PATH = re.compile(r":[^\s:]")
+_URL_USERINFO = re.compile(r"://(?:[^\s/@:]*:)?$")
+
+
+def is_personal_email(address: str) -> bool:
+    """Whether an address the e-mail pattern matched is someone's.
+
+    Not when its domain is reserved (:func:`is_reserved_domain`), when its local part is a
+    UUID or a long hex string (a message or object id: ``<uuid@host>``), or when it is an
+    image's retina variant (``icon@2x.png``), an instance of a systemd template unit
+    (``user@1000.service``), or a manual's placeholder (``NAME@YOUR.DOMAIN``, all capitals,
+    or a ``domain`` label before the TLD: ``sender@host.domain.name``).
+    """
+    local, _, domain = address.rpartition("@")
+    if is_reserved_domain(domain) or _RETINA_IMAGE.fullmatch(domain):
+        return False
+    if domain.rsplit(".", 1)[-1] in SYSTEMD_UNIT_TYPES:
+        return False  # a template unit's instance: `user@1000.service`
+    if address.isupper() or _PLACEHOLDER_LABEL.search(domain):
+        return False  # a manual's `NAMESPACE@YOUR.DOMAIN`, `sender@host.domain.name`
+    return not _MESSAGE_ID.fullmatch(local)
+
+
+def email_is_personal(line: str, start: int, end: int) -> bool:
+    """Whether the :data:`EMAIL` match ``line[start:end]`` is someone's address.
+
+    Besides :func:`is_personal_email`: not when a path or port follows it (``git@github.com:
+    org/repo.git``, ``deploy@build.corp.io:/srv``), the login and host of an SSH remote, nor
+    in a URL's authority (``ftp://anonymous@ftp.gnu.org``, ``https://user:password@host``).
+    """
+    if _REMOTE_PATH.match(line, end) or _URL_USERINFO.search(line, max(0, start - 200), start):
+        return False
+    return is_personal_email(line[start:end])
+
+
+def is_documentation_ip(value: str) -> bool:
+    """Whether ``value`` is in a range reserved for documentation (RFC 5737, RFC 3849)."""
+    try:
+        address = ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return any(address in network for network in DOCUMENTATION_NETWORKS)
+
+
+def _is_kept(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Addresses of no one: loopback, unspecified, multicast, broadcast, documentation."""
+    return (
+        address.is_loopback
+        or address.is_unspecified
+        or address.is_multicast
+        or (address.version == 4 and address.is_link_local)  # 169.254.0.0/16, the same anywhere
+        or str(address) == "255.255.255.255"
+        or any(address in network for network in DOCUMENTATION_NETWORKS)
+    )
+
+
+_PREFIX = re.compile(r"/(\d{1,3})(?![\d.])")
+
+
+def _is_network(
+    line: str, end: int, address: ipaddress.IPv4Address | ipaddress.IPv6Address
+) -> bool:
+    """A network written as ``address/prefix`` with no host bits set (``10.0.0.0/8``)."""
+    prefix = _PREFIX.match(line, end)
+    if prefix is None or int(prefix.group(1)) >= address.max_prefixlen:
+        return False
+    try:
+        ipaddress.ip_network(f"{address}/{prefix.group(1)}", strict=True)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_netmask(value: str) -> bool:
+    """A dotted netmask (``255.255.240.0``): ones, then zeros."""
+    bits = int(ipaddress.IPv4Address(value))
+    inverted = ~bits & 0xFFFFFFFF
+    return value.startswith("255.") and inverted & (inverted + 1) == 0
+
+
+# What makes a dotted quad an IPv4 address rather than a version or another dotted number:
+# only the text around it. The rules, in order (see :func:`ipv4_is_address`):
+#
+# 1. a version: joined to a revision or suffix (`1.0.0.7-10+b3`, `1.2.3.4~rc1`), after a
+#    package name and a hyphen (`foo-1.2.3.4`) or a pin (`foo==1.2.3.4`);
+# 2. an address by its shape: a port (`:8080`), a prefix length (`/24`), a URL's host, the host
+#    of `user@host`, `[host]:port`, `host.name (address)`, or followed by `port`;
+# 3. a version by a word shortly before it (`version`, `release`, `upgraded`, `install` …);
+# 4. an address by a word shortly before it (`inet`, `ip`, `addr`, `host`, `server`, `ping`,
+#    `ssh`, `dns` …), by `from`, `at` or `deny` right before it, by `port`, `dev`, `via`,
+#    `ether` right after it, or in brackets after a host name (`wijiji [192.12.12.5]`);
+# 5. an address by its line: the line holds nothing but addresses (`hostname -I`), or it
+#    starts with the quad followed by a host name or ` - ` (hosts files, access logs, ARP and
+#    neighbour tables);
+# 6. an address because another quad of its line is one by rule 2, 4 or 5 (tables, routes).
+_VERSION_AFTER = re.compile(r"[-+~](?!(?:\d{1,3}\.){3}\d)[0-9A-Za-z]")
+_VERSION_BEFORE = re.compile(r"(?:[A-Za-z][\w.+]*-|[=<>!~]=)$")
+_ADDRESS_AFTER = re.compile(r":\d{1,5}(?!\d)|/\d{1,2}(?![\d.])|\]:\d|[ \t]+port\b", re.I)
+_ADDRESS_BEFORE = re.compile(
+    r"(?://|[\w.%+-]@|::ffff:|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+[ \t]+\()$", re.I
+)
+_VERSION_WORDS = re.compile(
+    r"(?i)\b(?:version|ver|release[sd]?|revision|rev|build|upgrad\w*|updat\w*|downgrad\w*|"
+    r"unpack\w*|setting up|install\w*|changelog)\b"
+)
+_ADDRESS_WORDS = re.compile(
+    r"(?i)(?<![A-Za-z])(?:ip|ipv4|ipv6|ips|inet6?|addr|address(?:es)?|ipaddress|host(?:name)?s?|"
+    r"server|servers|nameserver|gateway|gw|via|src|dst|peer|client|remote|proxy|dns|resolver|"
+    r"listen(?:ing)?|bind|bound|connect(?:s|ed|ing|ion)?|ping|traceroute|ssh|sftp|scp|telnet|"
+    r"nc|ncat|nmap|dig|nslookup|whois|curl|wget|netmask|broadcast|brd|subnet|forwarded|"
+    r"real-ip|upstream|endpoint|route|lease|dhcp|router|neighbou?r|icmp)(?![A-Za-z])"
+)
+# Words that make the quad right after them an address: `from 1.2.3.4`, `deny 1.2.3.4;`.
+_DIRECT_WORDS = re.compile(
+    r"(?i)(?<![A-Za-z])(?:from|at|by|source|destination|origin|allow|deny|ban|block)[ \t]+$"
+)
+_HOST_BRACKET = re.compile(r"[A-Za-z][\w.-]*[ \t]\[$")
+_ADDRESS_WORDS_AFTER = re.compile(r"(?i)[ \t]+(?:port|dev|via|ether|lladdr|netmask)\b")
+ADDRESS_REACH = 40
+"""How far before a quad (on its line) a word about versions or addresses counts."""
+_ONLY_ADDRESSES = re.compile(r"[\s,;]*")
+_HOST_LINE = re.compile(r"[ \t]+(?:-[ \t]|[A-Za-z][\w-]*(?:\.[A-Za-z][\w-]*)*(?:[ \t]|$))")
+
+
+def _ipv4_version(line: str, start: int, end: int) -> bool:
+    if _VERSION_AFTER.match(line, end):
+        return True
+    return bool(_VERSION_BEFORE.search(line, max(0, start - ADDRESS_REACH), start))
+
+
+def _ipv4_by_shape(line: str, start: int, end: int) -> bool:
+    """Rules 2, 4 and 5 of :func:`ipv4_is_address` for a quad that is not a version."""
+    if _ADDRESS_AFTER.match(line, end) or _ADDRESS_BEFORE.search(line, max(0, start - 80), start):
+        return True
+    before = line[max(0, start - ADDRESS_REACH) : start]
+    if _VERSION_WORDS.search(before):
+        return False
+    if _ADDRESS_WORDS.search(before) or _DIRECT_WORDS.search(before):
+        return True
+    if _HOST_BRACKET.search(before) and line.startswith("]", end):
+        return True  # a mail header's `Received: from host (host [1.2.3.4])`
+    if _ADDRESS_WORDS_AFTER.match(line, end):
+        return True
+    return not line[:start].strip() and _HOST_LINE.match(line, end) is not None
+
+
+def ipv4_is_address(line: str, start: int, end: int) -> bool:
+    """Whether the dotted quad ``line[start:end]`` (an :data:`IPV4` match) is an address.
+
+    It must not be kept (loopback, any, a netmask, a documentation range) and the text around
+    it on its line must make it an address (the rules above).
+    """
+    value = line[start:end]
+    address = ipaddress.IPv4Address(value)
+    if value in KEPT_IPS or _is_kept(address) or _is_netmask(value):
+        return False
+    if _is_network(line, end, address) or _ipv4_version(line, start, end):
+        return False
+    if _ipv4_by_shape(line, start, end):
+        return True
+    quads = [m.span() for m in IPV4.finditer(line)]
+    if _ONLY_ADDRESSES.fullmatch("".join(line[a:b] for a, b in _gaps(quads, len(line)))):
+        return True
+    return any(
+        (s, e) != (start, end) and not _ipv4_version(line, s, e) and _ipv4_by_shape(line, s, e)
+        for s, e in quads
+    )
+
+
+def _gaps(spans: list[tuple[int, int]], length: int) -> Iterator[tuple[int, int]]:
+    """The parts of ``[0, length)`` between sorted, disjoint ``spans``."""
+    done = 0
+    for start, end in spans:
+        yield done, start
+        done = end
+    yield done, length
+
+
+# An IPv6-looking match is an address by its shape (a zone, a prefix length, a port after
+# brackets, eight groups, or `::` with a group of three or more digits: `fe80::1`) or by an
+# address word before it; never when a path follows (`0::/docker/…` in /proc/self/cgroup),
+# and not for short forms without either (`xs[1::2]`, `ab::cd`).
+_IPV6_AFTER = re.compile(r"%[\w.-]+|/\d{1,3}(?!\d)|\]:\d")
+_PATH_AFTER = re.compile(r"/(?!\d)")
+_V4_PART = re.compile(r"\.\d")
+
+
+def ipv6_is_address(line: str, start: int, end: int) -> bool:
+    """Whether ``line[start:end]`` (an :data:`IPV6` match) is an IPv6 address to scrub."""
+    value = line[start:end]
+    if value in KEPT_IPS:
+        return False
+    try:
+        address = ipaddress.IPv6Address(value)
+    except ValueError:
+        return False
+    if _is_kept(address) or _is_network(line, end, address):
+        return False
+    if _PATH_AFTER.match(line, end) or _V4_PART.match(line, end):
+        return False  # `0::/docker/…`; `::ffff:169` of `::ffff:169.254.0.0/112`
+    if _IPV6_AFTER.match(line, end):
+        return True
+    groups = [group for group in value.split(":") if group]
+    if "::" not in value or (len(groups) >= 2 and max(map(len, groups)) >= 3):
+        return True
+    return bool(_ADDRESS_WORDS.search(line, max(0, start - ADDRESS_REACH), start))
+
+
+# Query parameters of a status badge's image URL: the token some badge services put there
+# (Codecov's graph token, Travis' and CircleCI's status tokens) is made to be published with
+# the badge, in a README.
+_BADGE_URL = re.compile(
+    r"(?i)https?://(?:[^\s/?#]+/[^\s?#]*badge[^\s?#]*|(?:img\.shields\.io|badgen\.net|"
+    r"badge\.fury\.io)/[^\s?#]*|(?:[\w.-]+\.)?(?:travis-ci\.(?:com|org)|circleci\.com)/"
+    r"[^\s?#]*\.(?:svg|png))\?[^\s)\]\"'<>]*"
+)
+
 # Lower-case markers of the keyword detectors: a line without any is not searched by them.
 KEYWORD_MARKERS: tuple[str, ...] = (
     "pass", "pwd", "secret", "token", "key", "cred", "authoriz", "bearer", "cookie",
@@ -360,6 +739,7 @@ _OWN_MARKERS: tuple[tuple[str, int], ...] = tuple(
     for marker in markers
 )
 _DIGIT = re.compile(r"\d")
+_FILLER_RUN = re.compile(r"([xX*#])\1{11}")
 
 
 # detect-secrets' plugins for token formats, each with the kind its findings are counted as
@@ -445,6 +825,24 @@ def shannon_entropy(value: str) -> float:
     return _BASE64_ENTROPY.calculate_shannon_entropy(value)
 
 
+MIN_CLASS_CHANGES = 0.25
+"""Share of neighbouring letters and digits of another class (upper, lower, digit) a
+random-looking token has at least: about 0.6 in random base62 or base64 (under 0.25 in about
+one random 20-character token in 600 to 1,200, in none of 32 characters or more in 20,000
+tried), under 0.2 in names and model numbers."""
+
+
+def _class_changes(body: str) -> float:
+    """The share of neighbouring letters and digits that differ in class.
+
+    The classes are upper case, lower case and digits; pairs with another character in them
+    (``-``, ``_``, ``/``) are not counted.
+    """
+    classes = [c.isupper() + 2 * c.isdigit() if c.isalnum() else -1 for c in body]
+    pairs = [(a, b) for a, b in itertools.pairwise(classes) if min(a, b) >= 0]
+    return sum(1 for a, b in pairs if a != b) / max(len(pairs), 1)
+
+
 def looks_random(token: str, relaxed: bool = False) -> bool:
     """Whether a base64-alphabet ``token`` looks like random bytes rather than words or a path.
 
@@ -467,6 +865,8 @@ def looks_random(token: str, relaxed: bool = False) -> bool:
     wordish = sum(len(m) for m in _WORDISH.findall(body))
     if wordish > n * (0.6 if relaxed else 0.4):
         return False
+    if not relaxed and _class_changes(body) < MIN_CLASS_CHANGES:
+        return False  # names and model numbers: `AMD-Instinct-MI300X-OAM`
     slack = 1.6 if relaxed else 1.2
     return shannon_entropy(body) >= math.log2(min(n, 64)) - slack
 
@@ -486,15 +886,19 @@ def _plugin_spans(plugin: BasePlugin, kind: str, text: str) -> list[tuple[str, i
     return found
 
 
-def _is_ipv6(match: re.Match[str]) -> bool:
-    """Whether an IPv6-looking match is an address to scrub (not kept, and valid)."""
-    if match.group() in KEPT_IPS:
-        return False
-    try:
-        ipaddress.IPv6Address(match.group())
-    except ValueError:
-        return False
-    return True
+def _outside_badge_queries(line: str, found: list[Finding]) -> list[Finding]:
+    """``found`` without the guessed or keyword findings inside a status badge URL's query."""
+    queries = [m.span() for m in _BADGE_URL.finditer(line)]
+    if not queries:
+        return found
+    return [
+        f
+        for f in found
+        if not (
+            (f.kind in GUESSED_KINDS or f.kind in KEYWORD_KINDS)
+            and any(start <= f.start < end for start, end in queries)
+        )
+    ]
 
 
 LINE_MEMORY = 16384
@@ -556,17 +960,27 @@ class SecretFinder:
                 break
         if "://" in line:
             found += self._url_credentials(line, 0, len(line))
+            if found:
+                found = _outside_badge_queries(line, found)
         if self.emails and EMAIL_HINT.search(line):
-            found += [Finding("email", *m.span()) for m in EMAIL.finditer(line)]
+            found += [
+                Finding("email", *m.span())
+                for m in EMAIL.finditer(line)
+                if email_is_personal(line, *m.span())
+            ]
         if self.ips:
             if IPV4_HINT.search(line):
                 found += [
                     Finding("ipv4", *m.span())
                     for m in IPV4.finditer(line)
-                    if m.group() not in KEPT_IPS
+                    if ipv4_is_address(line, *m.span())
                 ]
             if IPV6_HINT.search(line):
-                found += [Finding("ipv6", *m.span()) for m in IPV6.finditer(line) if _is_ipv6(m)]
+                found += [
+                    Finding("ipv6", *m.span())
+                    for m in IPV6.finditer(line)
+                    if ipv6_is_address(line, *m.span())
+                ]
         return found
 
     # ----------------------------------------------------------------- private keys
@@ -678,9 +1092,18 @@ class SecretFinder:
             kind, pattern = _OWN_PROVIDERS[index]
             for match in pattern.finditer(word):
                 found.append((kind, *_widen_token(word, *match.span())))
+        if found:
+            # a made-up example of a format (`ACxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx`)
+            found = [f for f in found if not _FILLER_RUN.search(word, f[1], f[2])]
         if not word.isupper() and not word.islower() and _DIGIT.search(word):
             for match in _TOKEN_RUN.finditer(word):
-                if not _DIGEST_RUN.match(match.group()) and looks_random(match.group()):
+                if match.group().startswith("-") and word[match.start() - 1 : match.start()] == "[":
+                    continue  # a manual's synopsis of one-letter options: `[-46AaCfGg…]`
+                if (
+                    not _DIGEST_RUN.match(match.group())
+                    and looks_random(match.group())
+                    and not self._encoded_text(match.group())
+                ):
                     found.append(("random_token", *match.span()))
         if "'" in word or '"' in word:
             # detect-secrets' quoted high-entropy strings (hex is left: digests are quoted too)
@@ -690,6 +1113,8 @@ class SecretFinder:
                     and not _DIGEST_RUN.match(value)
                     and shannon_entropy(value) > _BASE64_ENTROPY.entropy_limit
                     and not all(c in "0123456789abcdefABCDEF" for c in value)
+                    and sum(map(len, _WORDISH.findall(value))) <= len(value) / 2
+                    and not self._encoded_text(value)
                 ):
                     found += [
                         ("high_entropy", *span) for span in _locate(word, 0, len(word), value)
@@ -698,6 +1123,26 @@ class SecretFinder:
             self._word_memo.clear()
         self._word_memo[word] = found
         return found
+
+    def _encoded_text(self, token: str) -> bool:
+        """Whether a random-looking run is base64 of ordinary text holding no secret.
+
+        An MCP resource's ``blob``, a data URL: a file's bytes, not a key. The text it decodes
+        to is searched like any other (a service-account JSON in base64 is still a secret).
+        """
+        if len(token) < MIN_ENCODED_TEXT:
+            return False
+        body = token.rstrip("=").replace("-", "+").replace("_", "/")
+        body = body[: len(body) - len(body) % 4]
+        try:
+            data = base64.b64decode(body, validate=True)
+        except (binascii.Error, ValueError):
+            return False
+        text = data.decode("utf-8", errors="replace")
+        printable = sum(1 for c in text if c != "\ufffd" and (c.isprintable() or c in "\n\r\t"))
+        if printable < 0.97 * len(text):
+            return False
+        return not any(f.kind not in PII_KINDS for f in self.find(text))
 
     @staticmethod
     def _base64_blocks(text: str, lines: list[tuple[int, int]]) -> list[Finding]:
@@ -748,16 +1193,32 @@ class SecretFinder:
                 if kind is None:
                     continue
                 value_start, value_end = match.span(2)
+                if (
+                    pattern is _ASSIGNMENT
+                    and match.start(1) > 0
+                    and text[match.start(1) - 1] in "?&"
+                ):
+                    # a URL's query parameter: its value ends where the URL does
+                    bracket = _URL_VALUE_END.search(text, value_start, value_end)
+                    if bracket is not None:
+                        value_end = bracket.start()
                 if pattern is _LINE_ASSIGNMENT:
+                    if match.group(1) in _DATABASE_NAMES:
+                        continue  # `passwd: files systemd` (nsswitch.conf), `pwd: Jim Meyering`
+                    if _SETTING_THEN_PROSE.fullmatch(text, match.end(1), value_start):
+                        continue  # `ConditionCredential= may be used …`: a manual's prose
                     comment = _TRAILING_COMMENT.search(text, value_start, value_end)
                     if comment is not None:
                         value_end = comment.start()
-                found += self._value(text, kind, value_start, value_end)
+                found += self._value(text, kind, value_start, value_end, match.group(1))
         if "-" in line:
             for match in _OPTION.finditer(text, start, end):
                 kind = secret_name_kind(match.group(1))
-                if kind is not None and not match.group(2).startswith("-"):
-                    found += self._value(text, kind, *match.span(2))
+                if kind is None or match.group(2).startswith("-"):
+                    continue
+                if _PROSE_AFTER.match(text, match.end(2), end) and match.group(2).isalpha():
+                    continue  # `--discard-dual-password Discard the user's …`: a manual's prose
+                found += self._value(text, kind, *match.span(2))
             if ":" in line:
                 for match in _HEADER.finditer(text, start, end):
                     kind = secret_name_kind(match.group(1))
@@ -777,8 +1238,12 @@ class SecretFinder:
             for match in _COOKIE.finditer(text, start, end):
                 found += self._value(text, "cookie", *match.span(1))
         for gate, pattern in _TOOL_PASSWORDS:
-            if any(word in lowered for word in gate):
-                for match in pattern.finditer(text, start, end):
+            named = [at for at in (lowered.find(word) for word in gate) if at >= 0]
+            if not named:
+                continue
+            # the tool's own options, from its name on (`man -P cat ssh-keygen` is man's -P)
+            for match in pattern.finditer(text, start + min(named), end):
+                if not _SYNOPSIS_VALUE.match(text, match.end(1)):
                     found += self._value(text, "password", *match.span(1))
         if quoted:
             found += self._keyword_plugin(text, start, end, line)
@@ -792,13 +1257,20 @@ class SecretFinder:
         return found
 
     @staticmethod
-    def _value(text: str, kind: str, start: int, end: int) -> list[Finding]:
-        """The finding for an assigned value (quotes left out), or none if it holds no secret."""
+    def _value(
+        text: str, kind: str, start: int, end: int, name: str | None = None
+    ) -> list[Finding]:
+        """The finding for an assigned value, or none if it holds no secret.
+
+        Quotes and what follows the value in code or prose (:func:`trim_value`) are left out.
+        """
         if end - start >= 2 and text[start] == text[end - 1] and text[start] in "\"'":
             start, end = start + 1, end - 1
-        if end <= start or not is_secret_value(text[start:end]):
+        raw = text[start:end]
+        if end <= start or not is_secret_value(raw, name):
             return []
-        return [Finding(kind, start, end)]
+        start += len(raw) - len(raw.lstrip())
+        return [Finding(kind, start, start + len(trim_value(raw)))]
 
     @staticmethod
     def _keyword_plugin(text: str, start: int, end: int, line: str) -> list[Finding]:
@@ -809,7 +1281,7 @@ class SecretFinder:
                 name = re.search(r"([A-Za-z_][\w.\-]*)[\"'\]]*\s*[:=!]{0,3}>?\s*@?[\"'`]?$",
                                  text[start:value_start])  # fmt: skip
                 kind = secret_name_kind(name.group(1)) if name else None
-                if kind is not None and is_secret_value(value):
+                if kind is not None and is_secret_value(value, name.group(1) if name else None):
                     found.append(Finding(kind, value_start, value_end))
         return found
 
@@ -837,11 +1309,11 @@ class SecretFinder:
     def _url_credentials(text: str, start: int, end: int) -> list[Finding]:
         found: list[Finding] = []
         for match in _URL_PASSWORD.finditer(text, start, end):
-            if not PLACEHOLDER.fullmatch(match.group(1)):
+            if is_url_secret(match.group(1)):
                 found.append(Finding("url_password", *match.span(1)))
         for value in _BASIC_AUTH_PLUGIN.analyze_string(text[start:end]):
             for span in _locate(text, start, end, f":{value}@"):
-                if not PLACEHOLDER.fullmatch(value):
+                if is_url_secret(value):
                     found.append(Finding("url_password", span[0] + 1, span[1] - 1))
         for match in _URL_TOKEN_USER.finditer(text, start, end):
             found.append(Finding("url_token", *match.span(1)))

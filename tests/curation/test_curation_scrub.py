@@ -7,7 +7,11 @@ the attack leaked is planted as it leaked (typed and echoed, printed by ``cat``,
 the pane edge, split between scrollback and screen, a private key whose BEGIN line scrolled
 away in an earlier step) and run through the real scrub step; no run of more than
 :data:`LEAK_RUN` characters of the secret may survive in any field of any row. Ordinary
-screens (git hashes, checksums, UUIDs, listings, tracebacks) must come out unchanged.
+screens (git hashes, checksums, UUIDs, listings, tracebacks) must come out unchanged, and
+so must what issue 22 found replaced in real observations (versions, cgroup paths, reserved
+documentation domains and address ranges, badge URLs, manual placeholders, code), while the
+personal data and secrets next to them still go; over the precision set of real observations
+(benchmarks/data/, docs/scrubbing.md) fewer than 0.5% of each domain's rows may change.
 
 The hint shortcuts of the e-mail and IP search are checked against a reference that applies
 the full patterns to the whole text.
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import gzip
 import json
 import random
 import re
@@ -35,13 +40,15 @@ from tests.records import make_transition
 from worldtrace.collectors.terminal.screen import plain_screen
 from worldtrace.curation import CurationConfig, curate
 from worldtrace.curation.config import ScrubSettings
-from worldtrace.curation.scrub import Scrubber, ScrubStep
+from worldtrace.curation.scrub import LogicalText, Scrubber, ScrubStep
 from worldtrace.curation.secrets import (
     EMAIL,
     IPV4,
     IPV6,
-    KEPT_IPS,
     Finding,
+    email_is_personal,
+    ipv4_is_address,
+    ipv6_is_address,
     merge,
     secret_name_kind,
 )
@@ -565,23 +572,261 @@ def test_secret_names(name: str, kind: str | None) -> None:
     assert secret_name_kind(name) == kind
 
 
+# --------------------------------------------------------------------------- not secrets (issue 22)
+
+# What the scrubber replaced in real observations although it is neither a secret nor personal
+# data (issue 22), each in the shape it had there, with the lines around it.
+CGROUP_ID = "4f1d0c8e2b7a95c3d6e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9"
+NOT_PERSONAL = {
+    "dpkg -l": (
+        "root@sandbox:~# dpkg -l | grep foo\n"
+        "ii  libfoo1:amd64        1.0.0.7-10+b3          amd64        foo shared library\n"
+        "ii  libsemanage-common   1.2.5.1-2              all          SELinux library (common)"
+    ),
+    "apt": (
+        "root@sandbox:~# apt list --upgradable\n"
+        "libfoo1/stable 1.0.0.7-10+b3 amd64 [upgradable from: 1.0.0.6-1]\n"
+        "Get:1 http://deb.debian.org/debian bookworm/main amd64 libfoo1 amd64 1.0.0.7-10+b3 "
+        "[51.2 kB]\n"
+        "Unpacking libfoo1:amd64 (1.0.0.7-10+b3) over (1.0.0.6-1) ...\n"
+        "Setting up libfoo1:amd64 (1.0.0.7-10+b3) ..."
+    ),
+    "cgroup v2": f"root@sandbox:~# cat /proc/self/cgroup\n0::/docker/{CGROUP_ID}",
+    "cgroup root": "root@sandbox:~# cat /proc/1/cgroup\n0::/",
+    "cgroup v1": (
+        f"12:cpu,cpuacct:/docker/{CGROUP_ID}\n0::/docker/{CGROUP_ID}/init.scope\n"
+        f"4:memory:/process_api/bd2e5126898081e25b24555ec5f9bde5"
+    ),
+    "example.com": "Author: Maya Lin <maya@example.com>\nReported-by: ops@mail.example.com",
+    "example.org/.net": "mailto:ada@example.org, grace.hopper@example.net, root@EXAMPLE.ORG",
+    "reserved TLDs": (
+        "bob@mail.test alice@shop.test\nnoreply@nowhere.invalid worldtrace@sandbox.invalid\n"
+        "carol@corp.example dan@host.localhost"
+    ),
+    "search results": (
+        "[1] http://docs.localhost/python/library/email.examples.html\n"
+        "email: Examples\n"
+        "msg['From'] = 'Pepé Le Pew <pepe@example.com>' ... msg['To'] = 'Penelope Pussycat "
+        "<penelope@example.com>, Fabrette Pussycat <fabrette@example.com>'\n"
+        "Date: 2023-02-03"
+    ),
+    "RFC 5737 addresses": (
+        "root@sandbox:~# ping -c1 192.0.2.10\nPING 192.0.2.10 (192.0.2.10) 56(84) bytes of data.\n"
+        "inet 198.51.100.7/24 brd 198.51.100.255 scope global eth0\n"
+        "ssh admin@203.0.113.9 -p 2222\nhttp://203.0.113.200:8080/health"
+    ),
+    "RFC 3849 addresses": "inet6 2001:db8::1/64 scope global\nhttp://[2001:db8:85a3::8a2e:370:7334]:80/",
+    "badge URL": (
+        "[![codecov](https://codecov.io/gh/psf/requests/branch/main/graph/badge.svg?token=xJ1kD8Yc2L)]"
+        "(https://codecov.io/gh/psf/requests)\n"
+        "![status](https://img.shields.io/badge/build-passing-brightgreen?logo=github&style=flat)\n"
+        "![ci](https://travis-ci.com/psf/requests.svg?token=q8Zx2mPb7Kd9&branch=main)"
+    ),
+    "versions": (
+        "Successfully installed foo-1.2.3.4 bar-2.0.1.7\nfoo==1.2.3.4\n"
+        "Version 1.2.3.4 of foo, released 2024-03-01\nkernel 5.15.0.105 (v6.1.0.13)"
+    ),
+    "systemd units": (
+        "user@1000.service loaded active running User Manager for UID 1000\n"
+        "/user.slice/user-1000.slice/user@1000.service/app.slice"
+    ),
+    "SSH remotes and URL logins": (
+        "> git clone git@gitlab.com:procps-ng/procps.git\nftp://anonymous@ftp.gnu.org/gnu/"
+    ),
+    "networks and well-known addresses": (
+        "docker network create --subnet 172.20.0.0/16 --ip-range 172.20.240.0/20 net\n"
+        "127.0.1.1       thishost\nff02::1         ip6-allnodes\n"
+        "inet 127.0.0.1  netmask 255.255.255.0  broadcast 255.255.255.255"
+    ),
+    "slices and namespaces": "xs[1::2] + ys[::2] + zs[::-1]\nab::cd and ::ffff\n",
+}
+
+
+@pytest.mark.parametrize("text", NOT_PERSONAL.values(), ids=NOT_PERSONAL.keys())
+def test_what_is_neither_a_secret_nor_personal_data_is_left(text: str) -> None:
+    scrubber = Scrubber(ScrubSettings())
+    assert scrubber.text(text) == text, scrubber.counts
+
+
+# Secret-looking text the precision set (benchmarks/data/) showed in manuals, code and tool
+# results: names of secrets with code, placeholders or prose where a value would be.
+NOT_SECRETS = {
+    "keyword arguments": (
+        "    450    channel_credentials=None,\n    451    private_key=None,\n"
+        "    452    store = HfStore(repo_id, token=token, endpoint=endpoint)\n"
+        "    453    client = AsyncOpenAI(api_key=self.config.api_key, base_url=url)\n"
+        "    454    connect(host, port=port, username=username, password=password)\n"
+        "    455    plain_url = url._replace(password=None)\n"
+        '    456    authorization = b"Basic " + base64.b64encode(userpass)\n'
+        '    457    token=self.pprint(self.token, privacy, safe=""),'
+    ),
+    "manual placeholders": (
+        "       --update-labels=[KEY=VALUE,...]\n         --metadata=KEY=VALUE,[KEY=VALUE,...]\n"
+        "       --password=PASSWORD    --page_token=PAGE_TOKEN    --private-key=file\n"
+        "       curl --location-trusted -u user:password https://example.com\n"
+        "       openssl smime [-passin arg] [-keyform PEM]; set with the -passin option.\n"
+        "       [--disk-encryption-key=DISK_ENCRYP\u2010\n"
+        '       "postgresql+asyncpg://user:pass@host/dbname", "{schema}://{user}:{password}@{host}"'
+    ),
+    "manual prose": (
+        "           specified when --password is being used, because they are exclusive\n"
+        "       --discard-dual-password Discard the user's secondary password.\n"
+        "           ConditionCredential= may be used to check whether a credential by"
+    ),
+    "synopsis": (
+        "user@sandbox:~/work$ man -P cat ssh-keygen\n"
+        "     ssh-keygen -p [-a rounds] [-f keyfile] [-m format] [-N new_passphrase]\n"
+        "                [-P old_passphrase] [-Z cipher]\n"
+        "     ssh [-46AaCfGgKkMNnqsTtVvXxYy] [-B bind_interface] [-b bind_address]"
+    ),
+    "system files": (
+        "passwd:         files systemd\ngroup:          files systemd\n"
+        "printf: David MacKenzie\npwd: Jim Meyering\nreadlink: Dmitry V. Levin"
+    ),
+    "styles and identifiers": (
+        "        Token:              '#dddddd',\n        Error: '#e37170 bold',\n"
+        '    307        "crypto_aead_chacha20poly1305_ietf_NSECBYTES",\n'
+        "    14    # Account SID (ACxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx)\n"
+        '   114    `{"access_token": "hf_jwt_\u2026", "token_type": "bearer"}`\n'
+        '    13    client = OpenAI(base_url="http://localhost:8000/v1", api_key="fake-key")'
+    ),
+    "names and mapping keys": (
+        '    13    "AMD-Instinct-MI300X-OAM": "AMD Instinct MI300X",\n'
+        '    85    FASTAPI_HTTP_USER_ID_TAG_KEY: "truncated",'
+    ),
+    "a resource's base64 blob": (
+        "[structured content]\n"
+        + json.dumps(
+            {
+                "blob": base64.b64encode(
+                    b"time,height_m,quality\n2024-03-01T00:00:00,3.200,good\n"
+                    b"2024-03-01T00:15:00,3.465,good\n2024-03-01T00:30:00,3.726,good\n"
+                ).decode()
+            }
+        )
+    ),
+}
+
+
+@pytest.mark.parametrize("text", NOT_SECRETS.values(), ids=NOT_SECRETS.keys())
+def test_what_only_names_a_secret_is_left(text: str) -> None:
+    scrubber = Scrubber(ScrubSettings())
+    assert scrubber.text(text) == text, scrubber.counts
+
+
+PERSONAL = {
+    "e-mail": ("Author: Maya Lin <maya.lin@gmail.com>", "Author: Maya Lin <<EMAIL>>"),
+    "e-mail at a lookalike domain": ("bob@example.co.uk", "<EMAIL>"),
+    "e-mail at a subdomain of a lookalike": ("bob@notexample.com", "<EMAIL>"),
+    "ping": (
+        "PING 93.184.216.34 (93.184.216.34) 56(84) bytes of data.\n"
+        "64 bytes from 93.184.216.34: icmp_seq=1 ttl=56 time=11.6 ms",
+        "PING <IP> (<IP>) 56(84) bytes of data.\n"
+        "64 bytes from <IP>: icmp_seq=1 ttl=56 time=11.6 ms",
+    ),
+    "ip addr": (
+        "inet 172.17.0.2/16 brd 172.17.255.255 scope global eth0\n"
+        "inet6 fe80::42:acff:fe11:2/64 scope link",
+        "inet <IP>/16 brd <IP> scope global eth0\ninet6 <IP>/64 scope link",
+    ),
+    "port": ("listening on 10.0.3.7:8080", "listening on <IP>:8080"),
+    "URL": ("curl http://10.1.2.3/status", "curl http://<IP>/status"),
+    "user@host": ("ssh deploy@34.120.7.9", "ssh deploy@<IP>"),
+    "sshd log": (
+        "Failed password for root from 45.33.32.156 port 51234 ssh2",
+        "Failed password for root from <IP> port 51234 ssh2",
+    ),
+    "access log": (
+        '81.2.69.160 - - [01/Mar/2024:08:00:00 +0000] "GET / HTTP/1.1" 200 612',
+        '<IP> - - [01/Mar/2024:08:00:00 +0000] "GET / HTTP/1.1" 200 612',
+    ),
+    "hosts file": ("10.20.30.40  db.internal db", "<IP>  db.internal db"),
+    "alone on a line": ("$ hostname -I\n172.18.0.5 \n", "$ hostname -I\n<IP> \n"),
+    "JSON": ('{"client_ip": "81.2.69.160", "ok": true}', '{"client_ip": "<IP>", "ok": true}'),
+    "header": ("X-Forwarded-For: 81.2.69.160", "X-Forwarded-For: <IP>"),
+    "IPv6 alone": ("2a00:1450:4001:82a::200e is up", "<IP> is up"),
+    "IPv6 with a zone": ("ping fe80::1%eth0", "ping <IP>%eth0"),
+    "token in a non-badge URL": (
+        "GET https://api.shop.io/v1/orders?token=xJ1kD8Yc2L9qWe",
+        "GET https://api.shop.io/v1/orders?token=<SECRET:token>",
+    ),
+    "keyword argument with a literal": (
+        'client = Client(api_key="Zq8vN2xLp4Rt7Wm1")',
+        'client = Client(api_key="<SECRET:key>")',
+    ),
+    "sshpass": ("sshpass -p 'Hunter2xyz' ssh db", "sshpass -p '<PASSWORD>' ssh db"),
+    "ssh-keygen": ("ssh-keygen -N s3cretPass -f k", "ssh-keygen -N <PASSWORD> -f k"),
+    "a base64 blob of random bytes": (
+        '{"blob": "' + base64.b64encode(bytes(range(7, 255, 5))).decode() + '"}',
+        '{"blob": "<SECRET:random_token>"}',
+    ),
+    "a URL password": (
+        "git clone https://alice:hunter2@github.com/org/repo.git",
+        "git clone https://alice:<PASSWORD>@github.com/org/repo.git",
+    ),
+    "mail header": (
+        "Received: from wijiji.santafe.edu (wijiji [192.12.12.5])",
+        "Received: from wijiji.santafe.edu (wijiji [<IP>])",
+    ),
+    "token in a markdown link": (
+        "[orders](https://api.shop.io/v1/orders?token=xJ1kD8Yc2L9qWe) and more",
+        "[orders](https://api.shop.io/v1/orders?token=<SECRET:token>) and more",
+    ),
+}
+
+
+@pytest.mark.parametrize(("text", "expected"), PERSONAL.values(), ids=PERSONAL.keys())
+def test_personal_data_and_secrets_near_the_false_positives_are_still_scrubbed(
+    text: str, expected: str
+) -> None:
+    assert Scrubber(ScrubSettings()).text(text) == expected
+
+
+# --------------------------------------------------------------------------- the precision set
+
+PRECISION_SET = Path(__file__).parents[2] / "benchmarks" / "data" / "scrub_precision.jsonl.gz"
+"""Real observation texts of every domain holding no secret and no personal data (built and
+read by benchmarks/scrubbing.py, described in docs/scrubbing.md)."""
+TARGET_FP_RATE = 0.005
+
+
+def test_precision_set_false_positives_are_under_half_a_percent_per_domain() -> None:
+    with gzip.open(PRECISION_SET, "rt", encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle]
+    scrubber = Scrubber(ScrubSettings())
+    rows_of: Counter[str] = Counter()
+    changed: dict[str, list[str]] = {}
+    for row in rows:
+        rows_of[row["domain"]] += 1
+        width = row["columns"] if row["format"] == "terminal-screen" else None
+        if scrubber.text(row["text"], width=width) != row["text"]:
+            text = LogicalText(row["text"], width).logical
+            spans = [f"{k} {text[s:e]!r}" for k, s, e in scrubber.finder.find(text)]
+            changed.setdefault(row["domain"], []).append(f"{row['id']}: {', '.join(spans)}")
+    assert set(rows_of) == {"terminal", "swe", "mcp", "search", "web", "os"} & set(rows_of)
+    assert len(rows_of) >= 4 and min(rows_of.values()) >= 100, rows_of
+    rates = {domain: len(changed.get(domain, [])) / n for domain, n in rows_of.items()}
+    assert max(rates.values()) < TARGET_FP_RATE, (rates, changed)
+
+
 # --------------------------------------------------------------------------- e-mail and IPs
 
 
 def reference(text: str, settings: ScrubSettings) -> tuple[str, Counter[str]]:
-    """E-mail and IP scrubbing the slow, obvious way: full patterns over the whole text."""
+    """E-mail and IP scrubbing the slow, obvious way: full patterns over the whole text, each
+    match judged on its own line."""
     found: list[Finding] = []
-    if settings.emails:
-        found += [Finding("email", *m.span()) for m in EMAIL.finditer(text)]
-    if settings.ips:
-        found += [Finding("ipv4", *m.span()) for m in IPV4.finditer(text) if m[0] not in KEPT_IPS]
-        for match in IPV6.finditer(text):
-            try:
-                ipaddress_ok = match[0] not in KEPT_IPS and bool(_ipv6(match[0]))
-            except ValueError:
-                ipaddress_ok = False
-            if ipaddress_ok:
-                found.append(Finding("ipv6", *match.span()))
+    for pattern, kind, keep in (
+        (EMAIL, "email", email_is_personal if settings.emails else None),
+        (IPV4, "ipv4", ipv4_is_address if settings.ips else None),
+        (IPV6, "ipv6", ipv6_is_address if settings.ips else None),
+    ):
+        for match in pattern.finditer(text) if keep else ():
+            start = text.rfind("\n", 0, match.start()) + 1
+            end = text.find("\n", match.end())
+            line = text[start : len(text) if end < 0 else end]
+            if keep(line, match.start() - start, match.end() - start):
+                found.append(Finding(kind, *match.span()))
     spans = merge(found)
     out, done = [], 0
     for kind, start, end in spans:
@@ -591,23 +836,20 @@ def reference(text: str, settings: ScrubSettings) -> tuple[str, Counter[str]]:
     return "".join(out), Counter(f.kind for f in spans)
 
 
-def _ipv6(value: str) -> object:
-    import ipaddress
-
-    return ipaddress.IPv6Address(value)
-
-
 CASES = [
     # a prompt has '@' but no e-mail; a clock has colons but no IPv6 address
     "root@wt:/etc# ls\n12:34:56 up 3 days\nroot@wt:/etc# ",
     "mail bob@example.com\nroot@wt:~# ping 8.8.4.4\n",
+    "mail bob@corp.io\nroot@wt:~# ping 8.8.4.4\ninet 10.0.0.5/24 brd 10.0.0.255\n",
     "first line\nfe80::1 on eth0\n2001:db8:0:0:0:0:0:1\n1:2:3:4:5:6:7:8",
+    "ip -6 route: 2a00:1450::1 via fe80::1 dev eth0\nxs[1::2] 0::/docker/abc",
     "10:23:45:67:89 not an address\n::1 and :: are kept, 127.0.0.1 too",
     "a@b.co\nc@d.org",  # hinted lines at the very start and end of the text
     "\n\n8.8.8.8\n\nx@y.io\n",
     "version 1.2.3.4.5 and 256.1.1.1 and 1.2.3.4",
+    "ii  libfoo  1.0.0.7-10+b3  amd64\n10.1.1.1 db.internal\n  ssh root@10.1.1.2 -p 22",
     "café@example.com é1.2.3.4 ab::cd",
-    "line\r\nuser@host.example.com\r\n",
+    "line\r\nuser@host.example.com\r\nuser@host.corp.de\r\n",
 ]
 
 
@@ -624,7 +866,8 @@ def test_email_and_ip_scrubbing_matches_reference_on_random_screens() -> None:
     atoms = [
         "a", "F", "0", "9", "255", ".", ":", "::", "@", "\n", " ", "-", "_", "%", "é",
         "x.com", "mail.example.org", "bob", "fe80", "db8", "2001", "127.0.0.1", "8.8.4.4",
-        "10:23:45", "0:0:0:0:0:0:0:1",
+        "10:23:45", "0:0:0:0:0:0:0:1", "ping ", "inet ", ":8080", "/24", "-1", "/x", "(",
+        "192.0.2.1", "host.io",
     ]  # fmt: skip
     rng = random.Random(7)
     changed = 0
@@ -639,20 +882,20 @@ def test_email_and_ip_scrubbing_matches_reference_on_random_screens() -> None:
         assert scrubber.text(text) == expected, text
         assert +scrubber.counts == counts, text
         changed += expected != text
-    assert changed > 500  # the random texts do exercise the replacements
+    assert changed > 300  # the random texts do exercise the replacements
 
 
 def test_json_column_untouched_without_secrets_and_scrubbed_with_them() -> None:
     scrubber = Scrubber(ScrubSettings())
     raw = json.dumps({"cwd": "/root", "keys": ["ls -la", "Enter"]})
     assert scrubber.json_column(raw) is raw
-    escaped = json.dumps({"to": "bob\u0040example.com"}, ensure_ascii=True).replace("@", "\\u0040")
+    escaped = json.dumps({"to": "bob\u0040corp.io"}, ensure_ascii=True).replace("@", "\\u0040")
     assert json.loads(scrubber.json_column(escaped) or "") == {"to": "<EMAIL>"}
     assert scrubber.counts == Counter({"email": 1})
 
 
 def test_scrub_step_tallies_repeated_screens_per_document() -> None:
-    row = to_row(make_transition(task="mail bob@example.com"))
+    row = to_row(make_transition(task="mail bob@corp.io"))
     docs = [Document(text="", id=f"d{i}", metadata=copy.deepcopy(row)) for i in range(3)]
     step = ScrubStep(ScrubSettings())
     out = list(step.run(iter(docs)))
