@@ -65,13 +65,13 @@ def test_collect_mcp_scripts_then_curate_publish_load_and_export(
 def test_explore_from_defaults_is_reproducible_from_its_seed(
     tmp_path: Path, mcp_image: str
 ) -> None:
-    outputs = [
-        invoke(
+    outputs = []
+    for name in ("first", "second"):
+        output = invoke(
             "collect", "mcp", "--policy", "explore", "--episodes", "1", "--max-steps", "12",
             "--seed", "7", "--out", str(tmp_path), "--run-name", name,
         )  # fmt: skip
-        for name in ("first", "second")
-    ]
+        outputs.append(output)
     first, second = (rows_of(tmp_path / name, "mcp") for name in ("first", "second"))
     assert len(first) == 12
     assert [r.action.text for r in first] == [r.action.text for r in second]
