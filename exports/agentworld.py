@@ -24,7 +24,9 @@ oldest turns first, to at most ``history`` turns and ``history_tokens`` tokens (
 :mod:`worldtrace.exports.tokens` or a local ``tokenizer.json``); the target turn is always
 whole. Turns keep their episode numbering (``### Turn k``); the first turn shown carries the
 instruction and the state it starts from, a later one its state only where the recorded chain
-breaks, so no state is written twice in a row. A response starts with ``**Error:** …``
+breaks, so the conversation a row makes shows no state twice (``current_prompt`` is
+``prompt[turn_idx - 1]`` again, as in AgentWorldBench's own rows; the evaluator reads one of
+the two). A response starts with ``**Error:** …``
 exactly when the transition's ``action_error`` is set, as ``system_str`` says.
 
 Tool-calling episodes (observations in the ``tool-result`` format: swe, mcp; or a first
