@@ -12,29 +12,10 @@ go in, the next observation is the target (:mod:`worldtrace.exports.turns`).
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Protocol
-
 from worldtrace.exports.agentworld import export_agentworld
 from worldtrace.exports.openai import export_openai
+from worldtrace.exports.source import Exporter
 from worldtrace.exports.tokens import DEFAULT_HISTORY_TOKENS
-
-
-class Exporter(Protocol):
-    """The signature every exporter shares."""
-
-    def __call__(
-        self,
-        source: Path,
-        out_dir: Path,
-        history: int | None = None,
-        *,
-        history_tokens: int | None = DEFAULT_HISTORY_TOKENS,
-        tokenizer: Path | None = None,
-    ) -> dict[str, int]:
-        """Write one JSONL file per domain of ``source`` under ``out_dir``; rows per domain."""
-        ...
-
 
 EXPORTERS: dict[str, Exporter] = {
     "agentworld": export_agentworld,

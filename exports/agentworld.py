@@ -39,12 +39,10 @@ lists its tools (an MCP server's ``tools/list``, kept in the first observation's
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from worldtrace.exports.prompts import system_prompt
-from worldtrace.exports.source import ExportOptions, Step, export_domains
-from worldtrace.exports.tokens import DEFAULT_HISTORY_TOKENS
+from worldtrace.exports.source import Exporter, ExportOptions, Step
 from worldtrace.exports.turns import windows
 
 
@@ -73,20 +71,5 @@ def agentworld_rows(
             row_id += 1
 
 
-def export_agentworld(
-    source: Path,
-    out_dir: Path,
-    history: int | None = None,
-    *,
-    history_tokens: int | None = DEFAULT_HISTORY_TOKENS,
-    tokenizer: Path | None = None,
-) -> dict[str, int]:
-    """Write ``<out_dir>/<domain>_train.jsonl`` for each domain in ``source``.
-
-    ``source`` holds ``data/<domain>/*.parquet`` or ``transitions/<domain>/*.parquet``;
-    ``history`` caps each row's past turns (``None``: no cap), ``history_tokens`` their tokens
-    (``None``: no budget), counted with the local ``tokenizer.json`` at ``tokenizer`` or else
-    estimated. Returns the number of rows written per domain.
-    """
-    options = ExportOptions.of(history, history_tokens, tokenizer)
-    return export_domains(source, out_dir, agentworld_rows, "{domain}_train.jsonl", options)
+export_agentworld = Exporter(agentworld_rows, "{domain}_train.jsonl")
+"""Writes ``<out_dir>/{domain}_train.jsonl`` for each domain of a source (an ``Exporter``)."""

@@ -41,12 +41,10 @@ which conditions the world model on them.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from worldtrace.exports.prompts import system_prompt
-from worldtrace.exports.source import ExportOptions, Step, export_domains
-from worldtrace.exports.tokens import DEFAULT_HISTORY_TOKENS
+from worldtrace.exports.source import Exporter, ExportOptions, Step
 from worldtrace.exports.turns import windows
 
 
@@ -75,20 +73,5 @@ def openai_rows(
             }
 
 
-def export_openai(
-    source: Path,
-    out_dir: Path,
-    history: int | None = None,
-    *,
-    history_tokens: int | None = DEFAULT_HISTORY_TOKENS,
-    tokenizer: Path | None = None,
-) -> dict[str, int]:
-    """Write ``<out_dir>/<domain>.jsonl`` chat SFT lines for each domain in ``source``.
-
-    ``source`` holds ``data/<domain>/*.parquet`` or ``transitions/<domain>/*.parquet``;
-    ``history``, ``history_tokens`` and ``tokenizer`` as for
-    :func:`~worldtrace.exports.agentworld.export_agentworld`. Returns the number of lines
-    written per domain.
-    """
-    options = ExportOptions.of(history, history_tokens, tokenizer)
-    return export_domains(source, out_dir, openai_rows, "{domain}.jsonl", options)
+export_openai = Exporter(openai_rows, "{domain}.jsonl")
+"""Writes ``<out_dir>/{domain}.jsonl`` for each domain of a source (an ``Exporter``)."""

@@ -230,15 +230,33 @@ RowsOfDomain = Callable[[str, Iterator[list[Step]], ExportOptions], Iterator[dic
 """An exporter's rows for one domain: (domain, its episodes, the options) -> rows."""
 
 
-def export_domains(
-    source: Path, out_dir: Path, rows_of: RowsOfDomain, file_name: str, options: ExportOptions
-) -> dict[str, int]:
-    """Write one JSONL file per domain of ``source`` (``file_name`` formats ``{domain}``).
+@dataclass(frozen=True)
+class Exporter:
+    """An export format: its rows for one domain and the name of each domain's file.
 
-    Returns the number of rows written per domain.
+    Calling it writes ``<out_dir>/<file_name>`` (``{domain}`` filled in) for every domain of
+    ``source`` (``data/<domain>/*.parquet`` or ``transitions/<domain>/*.parquet``) and returns
+    the rows written per domain. ``history`` caps each row's past turns (``None``: no cap),
+    ``history_tokens`` their tokens (``None``: no budget), counted with the local
+    ``tokenizer.json`` at ``tokenizer`` or else estimated (:mod:`worldtrace.exports.tokens`).
     """
-    counts: dict[str, int] = {}
-    for domain, episodes in iter_domains(Path(source)):
-        path = Path(out_dir) / file_name.format(domain=domain)
-        counts[domain] = write_jsonl(path, rows_of(domain, episodes, options))
-    return counts
+
+    rows_of: RowsOfDomain
+    file_name: str
+
+    def __call__(
+        self,
+        source: Path,
+        out_dir: Path,
+        history: int | None = None,
+        *,
+        history_tokens: int | None = DEFAULT_HISTORY_TOKENS,
+        tokenizer: Path | None = None,
+    ) -> dict[str, int]:
+        """Write one JSONL file per domain of ``source``; return the rows per domain."""
+        options = ExportOptions.of(history, history_tokens, tokenizer)
+        counts: dict[str, int] = {}
+        for domain, episodes in iter_domains(Path(source)):
+            path = Path(out_dir) / self.file_name.format(domain=domain)
+            counts[domain] = write_jsonl(path, self.rows_of(domain, episodes, options))
+        return counts
