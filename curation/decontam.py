@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from datatrove.data import DocumentsPipeline
+from datatrove.pipeline.base import PipelineStep
 
 from worldtrace.curation.config import DecontamSettings
 from worldtrace.curation.documents import section_texts
 from worldtrace.curation.labels import drop_episode
-from worldtrace.curation.storage import Location
-from worldtrace.curation.tally import TallyStep
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -62,14 +61,15 @@ def eval_samples(path: Path, fields: tuple[str, ...]) -> Iterator[str]:
         yield from (block for block in re.split(r"\n\s*\n", text) if block.strip())
 
 
-class Decontaminate(TallyStep):
+class Decontaminate(PipelineStep):
     """Asks to drop the episode of every document whose overlap is above the threshold."""
 
     name = "🧪 decontaminate"
-    tally_name = "decontam"
 
-    def __init__(self, settings: DecontamSettings, tally_folder: Location | None = None) -> None:
-        super().__init__(tally_folder)
+    type = "🧮 - CURATION"
+
+    def __init__(self, settings: DecontamSettings) -> None:
+        super().__init__()
         self.settings = settings
         self._index: set[int] | None = None
 
@@ -95,4 +95,3 @@ class Decontaminate(TallyStep):
             if active and self.overlap("\n".join(section_texts(doc))) > self.settings.threshold:
                 drop_episode(doc, "decontam")
             yield doc
-        self.flush_tallies(rank)

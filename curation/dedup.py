@@ -56,7 +56,7 @@ from datatrove.utils.typeshelper import ExtensionHelperSD
 from datatrove.utils.word_tokenizers import WordTokenizer
 
 from worldtrace.curation.config import MinhashSettings
-from worldtrace.curation.documents import section_texts
+from worldtrace.curation.documents import row_texts
 from worldtrace.curation.filters import dropped_episodes
 from worldtrace.curation.labels import mark_duplicate
 from worldtrace.curation.storage import Location, as_folder
@@ -74,9 +74,8 @@ COPY = "copy"
 """The rule of a row that another input already holds (same id): written once."""
 
 
-def outcome_key(doc: Document) -> str:
-    """What the action was and how it ended: name, arguments, text, error, reward, end."""
-    row = doc.metadata
+def outcome_key(row: dict[str, Any]) -> str:
+    """What a row's action was and how it ended: name, arguments, text, error, reward, end."""
     action = row.get("action") or {}
     return "\x00".join(
         [
@@ -93,12 +92,13 @@ def outcome_key(doc: Document) -> str:
 def exact_key(doc: Document) -> str:
     """Return what makes transitions exact duplicates: env version, texts and outcome."""
     env = doc.metadata.get("env") or {}
-    return "\x00".join([str(env.get("version", "")), *section_texts(doc), outcome_key(doc)])
+    row = doc.metadata
+    return "\x00".join([str(env.get("version", "")), *row_texts(row), outcome_key(row)])
 
 
-def change_key(doc: Document) -> str:
-    """The lines the action removed from the observation and added to it, in sorted order."""
-    observation, _action, next_observation = section_texts(doc)
+def change_key(row: dict[str, Any]) -> str:
+    """The lines a row's action removed from the observation and added to it, sorted."""
+    observation, _action, next_observation = row_texts(row)
     before, after = Counter(observation.splitlines()), Counter(next_observation.splitlines())
     removed = sorted((before - after).elements())
     added = sorted((after - before).elements())
@@ -219,7 +219,9 @@ class OutcomeScopedMinhashSignature(MinhashDedupSignature):
 
         def salted(docs: DocumentsPipeline) -> Iterator[Document]:
             for doc in docs:
-                self._doc_salt = _salt(outcome_key(doc) + "\x01" + change_key(doc))
+                self._doc_salt = _salt(
+                    outcome_key(doc.metadata) + "\x01" + change_key(doc.metadata)
+                )
                 yield doc
 
         return super().run(salted(data), rank, world_size)
