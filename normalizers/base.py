@@ -32,10 +32,10 @@ def episode_records(
     version = start.collector_version or UNRECORDED_VERSION
     source = Source(origin="collected", collector_version=version, licence=licence)
     transitions: list[Transition] = []
-    observation = renderer.observation(start.observation or {}) if raw.steps else None
+    observation = renderer.marked_observation(start.observation or {}) if raw.steps else None
     for position, step in enumerate(raw.steps):
         is_last = position == len(raw.steps) - 1
-        next_observation = renderer.observation(step.observation)
+        next_observation = renderer.marked_observation(step.observation)
         reward = step.reward + ((end.reward or 0.0) if is_last else 0.0)
         transitions.append(
             Transition.parse(

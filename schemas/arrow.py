@@ -51,7 +51,11 @@ def _unwrap_optional(annotation: Any) -> Any:
 
 @dataclass(frozen=True)
 class _Column:
-    """How one field is stored: its bare type and kind ('json', 'image', 'model' or None)."""
+    """How one field is stored: its bare type and kind ('json', 'image', 'model' or None).
+
+    For kind 'models' (a tuple of records, stored as a list of structs) ``base`` is the item's
+    model.
+    """
 
     name: str
     base: Any
@@ -70,6 +74,10 @@ def _column(name: str, annotation: Any, metadata: list[Any]) -> _Column:
         return _Column(name, annotation, "image")
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return _Column(name, annotation, "model")
+    if get_origin(annotation) in (tuple, list):
+        item = get_args(annotation)[0]
+        if isinstance(item, type) and issubclass(item, BaseModel):
+            return _Column(name, item, "models")
     return _Column(name, annotation, None)
 
 
@@ -89,6 +97,8 @@ def _feature_for(column: _Column) -> Any:
         return Image()
     if column.kind == "model":
         return features_of(column.base)
+    if column.kind == "models":
+        return List(features_of(column.base))
     if get_origin(column.base) is Literal:
         return Value("string")
     if get_origin(column.base) in (tuple, list):
@@ -143,6 +153,8 @@ def _to_cell(value: Any, column: _Column) -> Any:
         return {"bytes": value, "path": None}
     if column.kind == "model":
         return to_row(value)
+    if column.kind == "models":
+        return [to_row(item) for item in value]
     if isinstance(value, tuple):
         return list(value)
     return value
@@ -165,6 +177,8 @@ def _from_cell(value: Any, column: _Column) -> Any:
         return value.get("bytes") if isinstance(value, dict) else value
     if column.kind == "model" and isinstance(value, dict):
         return _from_row_data(column.base, value)
+    if column.kind == "models" and isinstance(value, list):
+        return [_from_row_data(column.base, item) for item in value]
     return value
 
 
@@ -186,14 +200,34 @@ def to_table(records: list[BaseModel], model: type[BaseModel]) -> pa.Table:
     return pa.Table.from_pylist([to_row(r) for r in records], schema=arrow_schema_of(model))
 
 
+def _with_volatile_spans(column: pa.ChunkedArray, field: pa.Field) -> pa.ChunkedArray:
+    """An observation column of schema 1.1 or older with an empty ``volatile`` list per row."""
+    target: pa.StructType = field.type  # type: ignore[assignment]
+    chunks = []
+    for chunk in column.chunks:
+        empty = pa.array([[]] * len(chunk), type=target.field("volatile").type)
+        arrays = [chunk.field(name) for name in (f.name for f in chunk.type)] + [empty]
+        chunks.append(pa.StructArray.from_arrays(arrays, fields=list(target), mask=chunk.is_null()))
+    return pa.chunked_array(chunks, type=target)
+
+
 def upgrade_transition_table(table: pa.Table) -> pa.Table:
     """Return a transitions table of an older schema in the current one's columns.
 
-    Schema 1.0 had no ``curation`` column: its rows are all training targets. Tables of the
-    current schema are returned as they are.
+    Schema 1.0 had no ``curation`` column: its rows are all training targets. Schemas before
+    1.2 had no volatile spans: none are marked. Tables of the current schema are returned as
+    they are.
     """
-    if "curation" in table.column_names or "id" not in table.column_names:
+    if "id" not in table.column_names:
         return table
-    field = arrow_schema_of(Transition).field("curation")
-    default = Curation().model_dump(mode="json")
-    return table.append_column(field, pa.array([default] * table.num_rows, type=field.type))
+    schema = arrow_schema_of(Transition)
+    if "curation" not in table.column_names:
+        field = schema.field("curation")
+        default = Curation().model_dump(mode="json")
+        table = table.append_column(field, pa.array([default] * table.num_rows, type=field.type))
+    for name in ("observation", "next_observation"):
+        position = table.column_names.index(name)
+        if table.schema.field(name).type.get_field_index("volatile") < 0:
+            field = schema.field(name)
+            table = table.set_column(position, field, _with_volatile_spans(table[name], field))
+    return table

@@ -17,8 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from worldtrace.schemas.errors import InputError, validation_problems
 
-SCHEMA_VERSION = "1.1"
-"""1.1 added the ``curation`` column (training-target marks); 1.0 shards read as all targets."""
+SCHEMA_VERSION = "1.2"
+"""1.1 added the ``curation`` column (training-target marks); 1.0 shards read as all targets.
+1.2 added ``observation.volatile`` (volatile spans); older shards read with none marked."""
 
 DOMAINS: tuple[str, ...] = ("terminal", "swe", "mcp", "search", "web", "os", "android")
 """The seven domains of the design. A package may register another (see the registry)."""
@@ -89,6 +90,19 @@ class PolicyRef(Record):
     version: str = Field(min_length=1, description="policy version or model id")
 
 
+class Span(Record):
+    """A range ``[start, end)`` of an observation's text, in characters (code points)."""
+
+    start: int = Field(ge=0)
+    end: int = Field(ge=1)
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> Span:
+        if self.end <= self.start:
+            raise ValueError(f"span end {self.end} is not after its start {self.start}")
+        return self
+
+
 class Observation(Record):
     """One state of the environment as a world model sees it."""
 
@@ -96,6 +110,34 @@ class Observation(Record):
     text: str = Field(description="canonical observation text")
     screenshot: PngBytes | None = Field(default=None, description="PNG screenshot, if any")
     meta: JsonDict = Field(default_factory=dict, description="url, title, cwd, exit code …")
+    volatile: tuple[Span, ...] = Field(
+        default=(),
+        description="volatile spans: where `text` shows a value that varies by nature from run "
+        "to run (a measured duration, an object address, a process id), as the domain's "
+        "declared patterns found them; sorted, not overlapping. Training can mask them, "
+        "comparisons of runs ignore them",
+    )
+
+    @model_validator(mode="after")
+    def _spans_inside_text(self) -> Observation:
+        previous_end = 0
+        for span in self.volatile:
+            if span.start < previous_end:
+                raise ValueError("volatile spans must be sorted and must not overlap")
+            if span.end > len(self.text):
+                raise ValueError(f"volatile span {span.start}:{span.end} ends past the text")
+            previous_end = span.end
+        return self
+
+    def masked_text(self, mask: str = "\N{HORIZONTAL ELLIPSIS}") -> str:
+        """Return ``text`` with each volatile span replaced by ``mask``."""
+        pieces: list[str] = []
+        position = 0
+        for span in self.volatile:
+            pieces += [self.text[position : span.start], mask]
+            position = span.end
+        pieces.append(self.text[position:])
+        return "".join(pieces)
 
 
 class Action(Record):
