@@ -15,15 +15,17 @@ or ``getattr`` to find out what it was given.
 from __future__ import annotations
 
 import hashlib
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from worldtrace.collectors.requirements import Requirements
-from worldtrace.schemas import Action, EnvironmentRef, Observation, PolicyRef
+from worldtrace.sandboxes.clock import DEFAULT_CLOCK_START
+from worldtrace.schemas import Action, EnvironmentRef, Observation, PolicyRef, Span
 from worldtrace.schemas.raw import RawEpisode, RawObservation, RawStep
 from worldtrace.schemas.records import PolicyKind
 
@@ -35,6 +37,12 @@ class EnvironmentConfig(BaseModel):
     """Base of every domain's environment config: unknown fields are errors, and it has a hash."""
 
     model_config = ConfigDict(extra="forbid")
+
+    clock_start: AwareDatetime | None = Field(
+        default=DEFAULT_CLOCK_START,
+        description="where each episode's wall clock starts in the sandbox (then it runs "
+        "normally), so collection dates never reach an observation; null: the real clock",
+    )
 
     def config_hash(self) -> str:
         """Return a short hash identifying this configuration."""
@@ -179,9 +187,36 @@ class ReplayPolicy(Policy[Task]):
 class Renderer(ABC):
     """How a domain's raw records become canonical observations and actions."""
 
+    volatile_patterns: ClassVar[tuple[re.Pattern[str], ...]] = ()
+    """Where this domain's observation text shows values that vary by nature (a measured
+    duration, an object address): each match is a volatile span of the observation (see
+    ``Observation.volatile``). Keep them narrow: a span hides its text from run comparisons."""
+
     @abstractmethod
     def observation(self, raw: RawObservation) -> Observation:
         """Return the canonical observation of a raw observation."""
+
+    def volatile_spans(self, text: str) -> tuple[Span, ...]:
+        """Return the spans of ``text`` the domain's volatile patterns match, merged, in order."""
+        ranges = sorted(
+            match.span()
+            for pattern in self.volatile_patterns
+            for match in pattern.finditer(text)
+            if match.end() > match.start()
+        )
+        merged: list[list[int]] = []
+        for start, end in ranges:
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        return tuple(Span(start=start, end=end) for start, end in merged)
+
+    def marked_observation(self, raw: RawObservation) -> Observation:
+        """Return :meth:`observation` with its volatile spans marked."""
+        observation = self.observation(raw)
+        spans = self.volatile_spans(observation.text)
+        return observation.model_copy(update={"volatile": spans}) if spans else observation
 
     def action(self, action: Action) -> Action:
         """Return the canonical action (default: as recorded; domains re-render the text)."""

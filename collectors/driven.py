@@ -54,7 +54,11 @@ class DriverEnvironment(Environment[ConfigT, TaskT]):
         self.close()
         self._unusable = False
         self._sandbox = DockerSandbox(
-            image, limits=limits, network=network, labels=self._labels
+            image,
+            limits=limits,
+            network=network,
+            labels=self._labels,
+            clock_start=self.config.clock_start,
         ).start()
         return self._sandbox
 

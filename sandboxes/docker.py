@@ -27,11 +27,13 @@ import shlex
 import signal
 import socket
 import tarfile
+import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any
@@ -43,6 +45,7 @@ from docker.models.images import Image
 from docker.types import Mount
 from pydantic import BaseModel, ConfigDict, Field
 
+from worldtrace.sandboxes.clock import ClockError, SandboxClock, release_folder
 from worldtrace.sandboxes.disk import DiskError, SandboxDisk, collect_orphans
 from worldtrace.schemas.errors import SetupError
 
@@ -304,6 +307,7 @@ class DockerSandbox:
         hostname: str = "sandbox",
         labels: dict[str, str] | None = None,
         client: docker.DockerClient | None = None,
+        clock_start: datetime | None = None,
     ) -> None:
         if network not in ("none", "host") and not network.startswith("container:"):
             raise ValueError(f"network must be 'none', 'host' or 'container:<id>', not {network!r}")
@@ -317,6 +321,9 @@ class DockerSandbox:
         self._container: Container | None = None
         self._disk: SandboxDisk | None = None
         self._started_at: float | None = None
+        self.clock = SandboxClock(clock_start) if clock_start is not None else None
+        """Where the container's wall clock starts (None: the real clock; see clock.py)."""
+        self._clock_folder: Path | None = None
 
     @property
     def client(self) -> docker.DockerClient:
@@ -362,6 +369,8 @@ class DockerSandbox:
                 Mount(target=path, source=str(self._disk.path(index)), type="bind")
                 for index, path in enumerate(writable_paths(image))
             ]
+        if self.clock is not None and self._disk is not None:
+            mounts += self._clock_mounts()
         memory = f"{self.limits.memory_mb}m"
         # Taken before the container's clock (its main process) starts, so the wall-clock
         # limit is never judged late.
@@ -398,7 +407,33 @@ class DockerSandbox:
             raise
         with _live_lock:
             _live.add(self)
+        if self.clock is not None and self._disk is None:
+            # A writable root filesystem (no disk cap, e.g. an engine on another machine):
+            # the clock's files are written into it before anything but the keep-alive runs.
+            buffer = io.BytesIO()
+            with tarfile.open(fileobj=buffer, mode="w") as archive:
+                for path, data in self._clock_files().items():
+                    _add_file(archive, path.lstrip("/"), data)
+            if not self.container.put_archive("/", buffer.getvalue()):
+                raise SandboxError("could not write the clock's files into the sandbox")
         return self
+
+    def _clock_files(self) -> dict[str, bytes]:
+        assert self.clock is not None
+        try:
+            return self.clock.files(self.client)
+        except ClockError as error:
+            raise SandboxError(str(error)) from None
+
+    def _clock_mounts(self) -> list[Mount]:
+        """Read-only binds of the clock's files, from a folder removed with the disk."""
+        assert self.clock is not None
+        self._clock_folder = Path(tempfile.mkdtemp(prefix="wt-clock-"))
+        try:
+            return self.clock.mounts(self.client, self._clock_folder)
+        except ClockError as error:
+            self._release_disk()
+            raise SandboxError(str(error)) from None
 
     def _make_disk(self, name: str, image: Image) -> SandboxDisk:
         """Make the capped disk and seed it with the image's content at the writable paths."""
@@ -417,6 +452,8 @@ class DockerSandbox:
         return disk
 
     def _release_disk(self) -> None:
+        release_folder(self._clock_folder)
+        self._clock_folder = None
         disk, self._disk = self._disk, None
         if disk is not None:
             disk.release()

@@ -99,6 +99,10 @@ class ImageDefinition:
         return cls(folder.name, folder)
 
 
+CLOCK_DEFINITION = ImageDefinition("clock", Path(__file__).parent / "clock_image")
+"""The per-episode clock's library, built for every sandbox on every engine (see clock.py)."""
+
+
 def _definition_files(folder: Path) -> list[Path]:
     files = []
     for path in folder.rglob("*"):
@@ -521,12 +525,12 @@ def build_images(
     say: Progress | None = None,
     log: Progress | None = None,
 ) -> dict[str, str]:
-    """Ensure the base image and every definition's image; return ``{name: image id}``.
+    """Ensure the base image, the clock image and every definition's image.
 
-    ``say`` gets one line per image (present, or built and how long it took); ``log`` gets
-    the build output. The base image appears under the key ``"base"``. ``force`` rebuilds the
-    definitions (not the base, which only changes when it is deleted: debootstrap takes its
-    packages from the mirror, so a rebuild would not be reproducible anyway).
+    Returns ``{name: image id}`` (the base image under ``"base"``). ``say`` gets one line per
+    image (present, or built and how long it took); ``log`` gets the build output. ``force``
+    rebuilds the definitions (not the base, which only changes when it is deleted: debootstrap
+    takes its packages from the mirror, so a rebuild would not be reproducible anyway).
     """
     client = client or docker_client()
     tell = say or (lambda line: None)
@@ -535,7 +539,7 @@ def build_images(
         tell(f"base image {BASE_IMAGE}: missing or outdated, building (about a minute)")
     built = {"base": ensure_base_image(client, log)}
     tell(f"base image {BASE_IMAGE}: {'present' if had_base else 'built'} {built['base'][7:19]}")
-    for definition in definitions:
+    for definition in [CLOCK_DEFINITION, *(d for d in definitions if d != CLOCK_DEFINITION)]:
         status = image_status(definition, client)
         if status == "current" and not force:
             built[definition.name] = ensure_image(definition, client, progress=log)

@@ -1,0 +1,67 @@
+"""The per-episode clock: a sandbox's wall clock starts at a fixed instant, then runs normally."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from worldtrace.sandboxes import clock
+from worldtrace.sandboxes.docker import DockerSandbox, Limits, SandboxError
+
+pytestmark = pytest.mark.docker
+
+START = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+# Everything one shell sees of the time: the clock, a file it writes, a later process's clock,
+# and what a process could use to tell our machinery apart (environment, shared memory).
+PROBE = (
+    "date -u +%FT%T; echo x > /tmp/f; ls -l --time-style=+%F /tmp/f | cut -d' ' -f6; "
+    "stat -c %y /tmp/f | cut -c1-10; sleep 1.2; date -u +%s; "
+    "env | grep -ci faketime; ls -A /dev/shm | wc -l; "
+    "python3 -c 'import time; print(int(time.monotonic()))'; cut -d. -f1 /proc/uptime"
+)
+
+
+def _probe(sandbox: DockerSandbox) -> list[str]:
+    result = sandbox.exec(PROBE, timeout=20)
+    assert result.exit_code == 0, result.stderr
+    return result.text.split()
+
+
+@pytest.mark.parametrize("disk_mb", [64, None], ids=["read-only root", "writable root"])
+def test_the_clock_starts_at_the_instant_and_runs(terminal_image, disk_mb):
+    limits = Limits(disk_mb=disk_mb)
+    with DockerSandbox(terminal_image, limits=limits, clock_start=START) as sandbox:
+        now, listed, stated, later, env_vars, shm, monotonic, uptime = _probe(sandbox)
+    started = datetime.fromisoformat(now).replace(tzinfo=UTC)
+    assert 0 <= (started - START).total_seconds() < 10
+    assert listed == stated == "2025-03-03"  # a file written now carries the episode's date
+    assert 1 <= int(later) - started.timestamp() < 15  # time runs, at its real pace
+    assert (env_vars, shm) == ("0", "0")  # nothing in the environment or shared memory
+    assert abs(int(monotonic) - int(uptime)) <= 2  # timeouts and durations stay real
+
+
+def test_without_a_start_the_sandbox_has_the_real_clock(terminal_image):
+    with DockerSandbox(terminal_image) as sandbox:
+        shown = int(sandbox.exec("date -u +%s").text)
+    assert abs(shown - datetime.now(UTC).timestamp()) < 10
+
+
+def test_two_sandboxes_started_apart_agree_on_the_time(terminal_image):
+    shown = []
+    for _ in range(2):
+        with DockerSandbox(terminal_image, clock_start=START) as sandbox:
+            shown.append(int(sandbox.exec("date -u +%s").text))
+    assert all(0 <= value - START.timestamp() < 10 for value in shown)
+
+
+def test_a_start_without_a_time_zone_is_rejected():
+    with pytest.raises(ValueError, match="time zone"):
+        clock.offset_text(datetime(2025, 3, 3, 9, 0))
+    assert clock.offset_text(START, now=START.timestamp() + 90.5) == "-90.500s\n"
+
+
+def test_a_missing_clock_image_is_a_clear_error(terminal_image, monkeypatch):
+    monkeypatch.setattr(clock, "CLOCK_IMAGE", "worldtrace/no-clock:0")
+    with pytest.raises(SandboxError, match="worldtrace sandboxes build"):
+        DockerSandbox(terminal_image, clock_start=START).start()
