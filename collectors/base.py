@@ -190,7 +190,9 @@ class Renderer(ABC):
     volatile_patterns: ClassVar[tuple[re.Pattern[str], ...]] = ()
     """Where this domain's observation text shows values that vary by nature (a measured
     duration, an object address): each match is a volatile span of the observation (see
-    ``Observation.volatile``). Keep them narrow: a span hides its text from run comparisons."""
+    ``Observation.volatile``), or the match's first group if the pattern has groups (for a
+    context that a fixed-width lookbehind cannot say). Keep them narrow: a span hides its
+    text from run comparisons."""
 
     @abstractmethod
     def observation(self, raw: RawObservation) -> Observation:
@@ -199,10 +201,10 @@ class Renderer(ABC):
     def volatile_spans(self, text: str) -> tuple[Span, ...]:
         """Return the spans of ``text`` the domain's volatile patterns match, merged, in order."""
         ranges = sorted(
-            match.span()
+            span
             for pattern in self.volatile_patterns
             for match in pattern.finditer(text)
-            if match.end() > match.start()
+            if (span := match.span(1) if pattern.groups else match.span())[1] > span[0]
         )
         merged: list[list[int]] = []
         for start, end in ranges:

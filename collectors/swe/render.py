@@ -15,6 +15,7 @@ from typing import Any
 
 from worldtrace.collectors.base import Renderer
 from worldtrace.collectors.swe.tools import canonical_text, validated_arguments
+from worldtrace.collectors.volatile import PROGRAM_OUTPUT
 from worldtrace.schemas import Action, Observation
 from worldtrace.schemas.raw import RawObservation
 
@@ -49,6 +50,9 @@ def status_lines(raw: RawObservation) -> list[str]:
 
 class SweRenderer(Renderer):
     """Tool results as text with a truncation marker; the repository's state in meta."""
+
+    # Test runs print their duration; tracebacks and reprs print object addresses.
+    volatile_patterns = PROGRAM_OUTPUT
 
     def observation(self, raw: RawObservation) -> Observation:
         """Return the tool's (truncated) output with its status lines, and the state as meta."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import shutil
+from pathlib import Path
 from typing import ClassVar
 
 import polars as pl
@@ -13,10 +15,13 @@ from datasets import Dataset
 
 from tests.records import make_transition
 from worldtrace.collectors.base import Renderer
+from worldtrace.collectors.volatile import PROGRAM_OUTPUT
+from worldtrace.normalizers.run import normalize_run
 from worldtrace.schemas import Observation, RecordError, Transition, from_row, to_table
 from worldtrace.schemas.arrow import upgrade_transition_table
 from worldtrace.schemas.raw import RawObservation
 
+COLLECTED = Path(__file__).parents[1] / "data" / "collected"
 TIMING = "Queries took 16.214ms; object at 0x7f3a2c1e; 3 rows"
 
 
@@ -112,3 +117,41 @@ def test_shards_of_schema_1_1_read_with_no_spans(tmp_path) -> None:
     back = from_row(Transition, upgraded.to_pylist()[0])
     assert back == make_transition()
     assert back.observation.volatile == () and back.next_observation.volatile == ()
+
+
+def test_shared_program_patterns_mask_durations_and_addresses_not_counts() -> None:
+    class Programs(TimingRenderer):
+        volatile_patterns = PROGRAM_OUTPUT
+
+    text = (
+        ".0 = <zip object at 0x7f0d5adcb440>\n"
+        "========================= 2 failed, 48 passed in 1.25s =========================\n"
+        "============================== 2 passed in 0.08s ===============================\n"
+        "Ran 3 tests in 0.001s\n"
+        "real\t0m0.003s\n"
+        "sys\t0m0.001s\n"
+        "took 5s"
+    )
+    masked = Programs().marked_observation({"text": text}).masked_text()
+    assert masked.splitlines() == [
+        ".0 = <zip object at …>",
+        "…2 failed, 48 passed…",
+        "…2 passed…",
+        "Ran 3 tests in …",
+        "real\t…",
+        "sys\t…",
+        "took 5s",
+    ]
+
+
+def test_the_swe_domain_marks_its_test_durations_in_normalized_rows(tmp_path) -> None:
+    run = tmp_path / "swe-twice"
+    shutil.copytree(COLLECTED / "swe-twice", run)
+    normalize_run(run)
+    frame = pl.read_parquet(run / "transitions" / "*" / "*.parquet")
+    rows = [Observation.model_validate({**o, "meta": {}}) for o in frame["next_observation"]]
+    summaries = [o for o in rows if re.search(r" passed in \d", o.text)]
+    assert summaries, "the collected swe run has test summaries"
+    for observation in summaries:
+        assert re.search(r"in \d+\.\d+s", observation.masked_text()) is None
+        assert "passed" in observation.masked_text()
