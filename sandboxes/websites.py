@@ -30,6 +30,7 @@ import json
 import socket
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from types import TracebackType
 from typing import Any, Literal
 
@@ -332,11 +333,13 @@ def start_site(
     definition: SiteDefinition,
     startup_timeout_s: float = 60.0,
     network: BrowserNetwork | None = None,
+    clock_start: datetime | None = None,
 ) -> RunningSite:
     """Start a site in a fresh container (its reset) and return it once it serves.
 
     With ``network`` the site joins that browser's namespace; without, it gets a namespace of
-    its own (reachable only through :meth:`RunningSite.connect`). Raises :class:`SiteError`
+    its own (reachable only through :meth:`RunningSite.connect`). ``clock_start`` is where the
+    server's clock starts (see sandboxes/clock.py; None: the real clock). Raises :class:`SiteError`
     with the server's log tail if the start page does not answer 200 within
     ``startup_timeout_s`` (the container is removed then), and :class:`SandboxError` if the
     image is missing.
@@ -354,6 +357,7 @@ def start_site(
         network=network.docker_network if network is not None else "none",
         hostname=f"site-{name}",
         labels={SITE_LABEL: name},
+        clock_start=clock_start,
     )
     sandbox.start()
     try:

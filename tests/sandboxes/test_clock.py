@@ -65,3 +65,15 @@ def test_a_missing_clock_image_is_a_clear_error(terminal_image, monkeypatch):
     monkeypatch.setattr(clock, "CLOCK_IMAGE", "worldtrace/no-clock:0")
     with pytest.raises(SandboxError, match="worldtrace sandboxes build"):
         DockerSandbox(terminal_image, clock_start=START).start()
+
+
+def test_a_site_serves_on_the_episode_clock():
+    from worldtrace.collectors.web.sites import SITES
+    from worldtrace.sandboxes.websites import start_site
+
+    with start_site(SITES["trac"], clock_start=START) as site:
+        # Processes in the site's container (its server is one) see the episode's date.
+        served = site.sandbox.exec(
+            "python3 -c 'import datetime; print(datetime.date.today())'"
+        ).text.strip()
+    assert served == "2025-03-03"
