@@ -1,6 +1,6 @@
 # Entry points for people and CI. `setup` is idempotent and fast once done (see scripts/setup.sh),
 # so every target that needs Docker, the images or the venv depends on it.
-.PHONY: setup demo test lint bench clean-sandboxes
+.PHONY: setup reference-envs demo test lint bench clean-sandboxes
 
 setup:
 	bash scripts/setup.sh
@@ -11,8 +11,14 @@ demo: setup
 	.venv/bin/worldtrace run configs/demo-pipeline.yaml
 	.venv/bin/worldtrace inspect dist/demo
 
+# The reference environments the web and os tests compare against (BrowserGym, OSWorld) live
+# in virtual environments of their own: only the tests need them.
+reference-envs:
+	bash scripts/browsergym_venv.sh
+	bash scripts/osworld_venv.sh
+
 # --durations: every run names its slowest tests, to keep the suite inside its budget.
-test: setup
+test: setup reference-envs
 	.venv/bin/pytest -q -p no:cacheprovider --durations=15
 
 lint:

@@ -81,10 +81,10 @@ COMMANDS: tuple[str, ...] = (
 
 # Must match tmux_driver.py: SESSION, CHANNEL, SOCKET, STATE_FILE, USER and the new-session
 # arguments of its "start" op.
-SESSION = "wt"
-CHANNEL = "wt-prompt"
-SOCKET = "/run/wt/tmux"
-STATE_FILE = "/run/wt/state"
+SESSION = "0"
+CHANNEL = "prompt"
+SOCKET = "/tmp/tmux-1000/default"
+STATE_FILE = SOCKET + ".status"
 USER = "user"
 HOME = "/home/user"
 

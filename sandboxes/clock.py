@@ -77,12 +77,11 @@ def clock_library(client: docker.DockerClient) -> bytes:
     return library
 
 
-def offset_text(start: datetime, now: float | None = None) -> str:
-    """The ``faketimerc`` line moving the real clock (``now``, epoch seconds) to ``start``."""
+def offset_seconds(start: datetime, now: float | None = None) -> float:
+    """Seconds from the real clock (``now``, epoch seconds; default: now) to ``start``."""
     if start.tzinfo is None:
         raise ValueError("the clock's start must have a time zone (e.g. 2025-03-03T09:00:00Z)")
-    offset = start.timestamp() - (time.time() if now is None else now)
-    return f"{offset:+.3f}s\n"
+    return start.timestamp() - (time.time() if now is None else now)
 
 
 @dataclass
@@ -90,13 +89,35 @@ class SandboxClock:
     """The files that start one sandbox's clock at ``start``; made just before it starts."""
 
     start: datetime
+    _offset_s: float | None = None
+
+    def offset_s(self) -> float:
+        """Seconds from the real clock to the sandbox's, fixed when first asked (at its start).
+
+        One value for everything the sandbox is given: the clock, and the times of the files
+        its disk is seeded with (see ``shown_as_is``).
+        """
+        if self._offset_s is None:
+            # Whole seconds: a seeded file's time (whole seconds in the image) moved back and
+            # forth by it lands on the same second, with no rounding on the way.
+            self._offset_s = float(round(offset_seconds(self.start)))
+        return self._offset_s
+
+    def shown_as_is(self, mtime: float) -> float:
+        """The real time to give a seeded file so that the sandbox shows it at ``mtime``.
+
+        Inside, every file time is shown moved by the offset; an image's files (a repository
+        checked out at a pinned date) keep the times they were built with, whenever the
+        sandbox starts.
+        """
+        return mtime - self.offset_s()
 
     def files(self, client: docker.DockerClient) -> dict[str, bytes]:
-        """``{path in the container: content}``, the offset taken now."""
+        """``{path in the container: content}``."""
         return {
             LIBRARY_PATH: clock_library(client),
             PRELOAD_PATH: f"{LIBRARY_PATH}\n".encode(),
-            OFFSET_PATH: offset_text(self.start).encode(),
+            OFFSET_PATH: f"{self.offset_s():+.0f}s\n".encode(),
         }
 
     def mounts(self, client: docker.DockerClient, folder: Path) -> list[Mount]:

@@ -31,7 +31,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
@@ -45,6 +45,7 @@ from docker.models.images import Image
 from docker.types import Mount
 from pydantic import BaseModel, ConfigDict, Field
 
+from worldtrace.sandboxes import view
 from worldtrace.sandboxes.clock import ClockError, SandboxClock, release_folder
 from worldtrace.sandboxes.disk import DiskError, SandboxDisk, collect_orphans
 from worldtrace.schemas.errors import SetupError
@@ -176,8 +177,13 @@ def _image_seeds(client: docker.DockerClient, image: Image) -> dict[str, bytes]:
     return seeds
 
 
-def _extract_seed(archive: bytes, target: Path) -> None:
-    """Unpack a ``get_archive`` tar of one folder into ``target``, owners and modes kept."""
+def _extract_seed(
+    archive: bytes, target: Path, mtime: Callable[[float], float] = lambda time: time
+) -> None:
+    """Unpack a ``get_archive`` tar of one folder into ``target``, owners and modes kept.
+
+    ``mtime`` maps a file's time in the image to the time it gets (see ``SandboxClock``).
+    """
     target.mkdir(mode=0o755)
     if not archive:
         return
@@ -191,6 +197,7 @@ def _extract_seed(archive: bytes, target: Path) -> None:
                 os.chmod(target, member.mode)
                 continue
             member.name = rest
+            member.mtime = mtime(member.mtime)
             if member.islnk():
                 member.linkname = member.linkname.partition("/")[2]
             members.append(member)
@@ -372,6 +379,7 @@ class DockerSandbox:
         if self.clock is not None and self._disk is not None:
             mounts += self._clock_mounts()
         memory = f"{self.limits.memory_mb}m"
+        private_view = (image.labels or {}).get(view.VIEW_LABEL) == "private"
         # Taken before the container's clock (its main process) starts, so the wall-clock
         # limit is never judged late.
         self._started_at = time.monotonic()
@@ -398,6 +406,7 @@ class DockerSandbox:
                 security_opt=["no-new-privileges"],
                 read_only=self._disk is not None,
                 environment={},
+                **(self._view_options() if private_view else {}),
             )
         except docker.errors.APIError as error:
             self._release_disk()
@@ -416,7 +425,41 @@ class DockerSandbox:
                     _add_file(archive, path.lstrip("/"), data)
             if not self.container.put_archive("/", buffer.getvalue()):
                 raise SandboxError("could not write the clock's files into the sandbox")
+        if private_view:
+            self._make_view(image)
         return self
+
+    def _view_options(self) -> dict[str, Any]:
+        """Container options of a sandbox with a private view (see :mod:`.view`).
+
+        Its root processes may make namespaces (CAP_SYS_ADMIN; the agent, an unprivileged user
+        under no-new-privileges, cannot use it), and it runs on as many cores as its CPU limit
+        (rounded up), so that ``nproc`` says the sandbox's size. Sandboxes take turns over the
+        host's cores.
+        """
+        global _next_core
+        count = view.cpu_count(self.limits.cpus)
+        host_cores = _host_cores(self.client)
+        with _core_lock:
+            first, _next_core = _next_core, _next_core + count
+        cores = sorted({(first + offset) % host_cores for offset in range(count)})
+        return {"cap_add": ["SYS_ADMIN"], "cpuset_cpus": ",".join(str(c) for c in cores)}
+
+    def _make_view(self, image: Image) -> None:
+        """Make the agent's view in the started container, or remove it and raise."""
+        hidden = (image.labels or {}).get(view.HIDDEN_LABEL, "").split()
+        environment = view.setup_environment(self.limits.memory_mb, self.limits.cpus, hidden)
+        try:
+            result = self.exec(["bash", "-c", view.SETUP], timeout=30, env=environment, user="root")
+        except BaseException:
+            self.close()
+            raise
+        if result.exit_code != 0:
+            self.close()
+            raise SandboxError(
+                f"cannot make the agent's view in a sandbox of {self.image!r}: "
+                f"{result.stderr.decode(errors='replace').strip()[-500:]}"
+            )
 
     def _clock_files(self) -> dict[str, bytes]:
         assert self.clock is not None
@@ -444,8 +487,9 @@ class DockerSandbox:
         except DiskError as error:
             raise SandboxError(str(error)) from None
         try:
+            shift = self.clock.shown_as_is if self.clock is not None else (lambda time: time)
             for index, path in enumerate(writable_paths(image)):
-                _extract_seed(seeds[path], disk.path(index))
+                _extract_seed(seeds[path], disk.path(index), shift)
         except BaseException:
             disk.release()
             raise
@@ -689,6 +733,19 @@ class DockerSandbox:
 
 _live: set[DockerSandbox] = set()
 _live_lock = threading.Lock()
+_next_core = 0
+_core_lock = threading.Lock()
+_cores_by_client: dict[int, int] = {}
+
+
+def _host_cores(client: docker.DockerClient) -> int:
+    """How many cores the engine's machine has (asked once per client)."""
+    known = _cores_by_client.get(id(client))
+    if known is None:
+        known = max(1, int(client.info().get("NCPU") or 1))
+        _cores_by_client[id(client)] = known
+    return known
+
 
 RUN_LABEL = "worldtrace.run"
 """Label of every sandbox started for a collection run (see :func:`labelled`)."""

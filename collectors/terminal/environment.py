@@ -64,8 +64,15 @@ class TerminalConfig(EnvironmentConfig):
     quiet_s: float = Field(
         default=0.5,
         gt=0,
-        description="a step with no prompt ends after this long without screen change, new "
-        "output or CPU use by the foreground job",
+        description="a step whose foreground job cannot be inspected (a set-user-id program) "
+        "ends after this long without screen change, new output or CPU use by the job",
+    )
+    input_settle_s: float = Field(
+        default=0.1,
+        gt=0,
+        description="a step whose foreground job waits for terminal input (an editor, a pager, "
+        "a prompt) ends once the screen has not changed for this long; a job that is still at "
+        "work, silent or not, runs on to the step's timeout",
     )
     setup_timeout_s: float = Field(default=60, gt=0, description="limit for each setup command")
     ssh: SshHostConfig | None = Field(
@@ -149,7 +156,10 @@ class TerminalEnvironment(DriverEnvironment[TerminalConfig, TerminalTask]):
                 observation = self._request({"op": "observe"}, timeout_s=10)
             else:
                 observation = self._request(
-                    _step_request(action, timeout_s, self.config.quiet_s), timeout_s=timeout_s
+                    _step_request(
+                        action, timeout_s, self.config.quiet_s, self.config.input_settle_s
+                    ),
+                    timeout_s=timeout_s,
                 )
         except SandboxError as error:
             if self._removed_from_outside():
@@ -222,12 +232,15 @@ class TerminalEnvironment(DriverEnvironment[TerminalConfig, TerminalTask]):
         )
 
 
-def _step_request(action: Action, timeout_s: float, quiet_s: float) -> dict[str, Any]:
+def _step_request(
+    action: Action, timeout_s: float, quiet_s: float, settle_s: float
+) -> dict[str, Any]:
     """The driver request for a valid ``keys`` or ``wait`` action."""
+    common = {"op": "step", "quiet": quiet_s, "settle": settle_s}
     if action.name == "wait":
         seconds = min(float(action.arguments["seconds"]), timeout_s)
-        return {"op": "step", "keys": [], "min_wait": seconds, "timeout": seconds, "quiet": quiet_s}
-    return {"op": "step", "keys": action.arguments["keys"], "timeout": timeout_s, "quiet": quiet_s}
+        return {**common, "keys": [], "min_wait": seconds, "timeout": seconds}
+    return {**common, "keys": action.arguments["keys"], "timeout": timeout_s}
 
 
 def _invalid_action(action: Action) -> str | None:

@@ -1,18 +1,19 @@
 """Run the terminal's tmux driver on an SSH host; copied there beside ``tmux_driver.py``.
 
 ``tmux_driver.py`` is written for the terminal image: it starts as root and runs the shell as
-the account ``user``, keeps the tmux socket and the prompt hook's state file in ``/run/wt``,
-and relies on the image's ``/etc/tmux.conf`` and on the prompt hook appended to
-``/etc/bash.bashrc``. None of that is ours on someone else's machine, so this script points the
-same driver at a private folder before it serves, changing nothing else:
+the account ``user`` inside the sandbox's private view, keeps the tmux socket (and the prompt
+hook's state file beside it) in ``/tmp/tmux-1000``, and relies on the image's
+``/etc/tmux.conf`` and on the prompt hook appended to ``/etc/bash.bashrc``. None of that is
+ours on someone else's machine, so this script points the same driver at a private folder
+before it serves, changing nothing else:
 
 - the socket and the state file live in ``--run-dir`` (made here, the shell's account alone
   may enter it);
 - every tmux client reads the uploaded ``tmux.conf`` (``-f``), never the host's or the
   user's own configuration, so the pane, history and key timing are the image's;
 - the shell is ``bash --rcfile RC -i``: RC sources the account's own ``~/.bashrc`` (its
-  machine, its settings), then installs the image's prompt hook (``shell.bashrc``) with the
-  state file's path, so the prompt and the completion signal are the image's.
+  machine, its settings), then installs the image's prompt hook (``shell.bashrc``), which
+  notes the state beside the socket, so the prompt and the completion signal are the image's.
 
 Usage (one JSON request and reply per line on stdin and stdout, as ``tmux_driver.py``)::
 
@@ -43,7 +44,8 @@ import tmux_driver as driver  # noqa: E402  (the uploaded neighbour, found throu
 
 CONF = os.path.join(HERE, "tmux.conf")
 HOOK = os.path.join(HERE, "shell.bashrc")
-IMAGE_STATE_FILE = "/run/wt/state"
+# The hook notes the status beside the tmux socket it runs under (``$TMUX``'s path).
+HOOK_STATE_FILE = '"${TMUX%%,*}.status"'
 # What only the SSH session or sudo put in the environment; the shell has no use for it.
 DROPPED_PREFIXES = ("SSH_", "SUDO_")
 
@@ -61,16 +63,15 @@ def write_rcfile(run_dir, uid, gid):
     """Write the shell's rc file into ``run_dir``: the account's ~/.bashrc, then the hook."""
     with open(HOOK) as handle:
         hook = handle.read()
-    if IMAGE_STATE_FILE not in hook:
-        raise RuntimeError(f"{HOOK} does not write {IMAGE_STATE_FILE}; cannot relocate it")
-    state = os.path.join(run_dir, "state")
+    if HOOK_STATE_FILE not in hook:
+        raise RuntimeError(f"{HOOK} does not write {HOOK_STATE_FILE}; the driver cannot find it")
     rc = os.path.join(run_dir, "bashrc")
     text = (
         "# The account's own settings first; the worldtrace prompt hook below has the last word.\n"
         '[ -f "$HOME/.bashrc" ] && . "$HOME/.bashrc"\n'
         # A host whose /etc/bash.bashrc has the image's hook (a worldtrace image) hooked the
         # shell to the image's state file already; ours must win.
-        "unset __WT_HOOKED\n" + hook.replace(IMAGE_STATE_FILE, state)
+        "unset __prompt_hooked\n" + hook
     )
     with open(rc, "w") as handle:
         handle.write(text)
@@ -100,7 +101,7 @@ def prepare(args):
     driver.TMUX = tmux
     driver.USER = account.pw_name
     driver.SOCKET = os.path.join(run_dir, "tmux")
-    driver.STATE_FILE = os.path.join(run_dir, "state")
+    driver.STATE_FILE = driver.SOCKET + ".status"
 
     spawn, tmux_command = driver.spawn, driver.tmux
 
@@ -121,7 +122,8 @@ def prepare(args):
 def become_login_user(account):
     """The driver's identity when the shell runs as this process's own user."""
     driver.forbid_inspection()
-    driver.USER_UID, driver.USER_HOME = account.pw_uid, account.pw_dir
+    driver.USER_UID, driver.USER_GID = account.pw_uid, account.pw_gid
+    driver.USER_HOME = account.pw_dir
     env = {key: value for key, value in os.environ.items() if key not in ("PWD", "OLDPWD")}
     env.update(
         HOME=account.pw_dir,

@@ -310,7 +310,7 @@ def test_the_ssh_option_is_validated() -> None:
         )
     # The default is unchanged: a container, whose config hash is what it was before `ssh`.
     assert TerminalConfig().ssh is None
-    assert TerminalConfig().config_hash() == "fe711e308ae7707c"
+    assert TerminalConfig().config_hash() == "9f30c6ff00d65668"  # input_settle_s: issue 23
     config = TerminalConfig.model_validate({"ssh": {"host": "ssh://u@h", "reset_command": "true"}})
     assert isinstance(config.ssh, SshHostConfig)
     with pytest.raises(ValueError, match="SshTerminalEnvironment"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -57,8 +58,22 @@ def test_two_sandboxes_started_apart_agree_on_the_time(terminal_image):
 
 def test_a_start_without_a_time_zone_is_rejected():
     with pytest.raises(ValueError, match="time zone"):
-        clock.offset_text(datetime(2025, 3, 3, 9, 0))
-    assert clock.offset_text(START, now=START.timestamp() + 90.5) == "-90.500s\n"
+        clock.offset_seconds(datetime(2025, 3, 3, 9, 0))
+    assert clock.offset_seconds(START, now=START.timestamp() + 90.5) == -90.5
+
+
+def test_seeded_files_keep_their_image_times_whenever_the_sandbox_starts(terminal_image):
+    # Files the image put in the writable paths (a repository checked out at a pinned date)
+    # show the same times in two sandboxes started seconds apart.
+    probe = "stat -c %Y /home/user/.bashrc /home/user/.profile"
+    with DockerSandbox(terminal_image) as real:
+        in_image = real.exec(probe).text
+    shown = []
+    for _ in range(2):
+        with DockerSandbox(terminal_image, clock_start=START) as sandbox:
+            shown.append(sandbox.exec(probe).text)
+            time.sleep(1.5)
+    assert shown == [in_image, in_image]
 
 
 def test_a_missing_clock_image_is_a_clear_error(terminal_image, monkeypatch):

@@ -236,8 +236,9 @@ def test_fork_bomb_is_contained_by_the_pids_limit(terminal_image: str) -> None:
 
 
 def test_the_wall_clock_limit_ends_a_step_and_says_so(terminal_image: str) -> None:
-    # A long quiet period keeps `sleep 30` in the step until the limit stops the container.
-    config = TerminalConfig(image=terminal_image, limits=Limits(wall_clock_s=5), quiet_s=25)
+    # `sleep 30` is still at work, so the step goes on until the limit stops the container.
+    # (8 s: starting a sandbox with the agent's view takes a few seconds on a loaded machine.)
+    config = TerminalConfig(image=terminal_image, limits=Limits(wall_clock_s=8))
     env = TerminalEnvironment(config)
     try:
         env.reset(seed=0, task=None)
@@ -245,7 +246,7 @@ def test_the_wall_clock_limit_ends_a_step_and_says_so(terminal_image: str) -> No
         outcome = env.step(command("sleep 30"), timeout_s=28)
         assert time.monotonic() - started < 15
         assert outcome.truncated and not outcome.terminated
-        assert outcome.error == "the sandbox reached its wall-clock limit of 5 s and was stopped"
+        assert outcome.error == "the sandbox reached its wall-clock limit of 8 s and was stopped"
         # The container is gone: the screen is the last one seen, and says so.
         assert outcome.observation["sandbox_lost"] is True
         assert outcome.observation["screen_stale"] is True
@@ -316,7 +317,9 @@ def test_every_place_the_user_can_write_is_on_the_capped_disk(terminal_image: st
             device, path = line.split(" ", 1)
             by_device.setdefault(device, []).append(path)
         on_disk = by_device.pop(disk)
-        for place in ("/home/user", "/tmp", "/var/tmp", "/run/wt", "/run/wt/state"):
+        # tmux's default socket folder holds the socket and the prompt hook's status file.
+        status = "/tmp/tmux-1000/default.status"
+        for place in ("/home/user", "/tmp", "/var/tmp", "/tmp/tmux-1000", status):
             assert place in on_disk
         # Everything else is Docker's memory-backed /dev/shm (64 MB, charged to the
         # container's memory limit) and the POSIX message queue folder.
@@ -430,9 +433,10 @@ def test_a_reply_forged_through_proc_is_recorded_as_a_harmless_step(terminal_ima
         assert "FORGED-SCREEN" not in observation["screen"]
         assert observation["cwd"] != "/forged"
 
-    # The attack is a step like any other: it failed, and its screen says why.
+    # The attack is a step like any other: it failed, and its screen says why. The driver is
+    # outside the agent's view (sandboxes/view.py): pgrep does not even find it.
     assert outcomes[1].error == "exit status 1"
-    assert screens[1][-2].endswith("/fd/1: Permission denied"), screens[1]
+    assert screens[1][-2].endswith("/fd/1: No such file or directory"), screens[1]
     assert observations[1]["cwd"] == "/home/user"
     # Every later step is paired with its own screen.
     assert screens[2][-2:] == ["two", "user@sandbox:~$"]

@@ -115,9 +115,15 @@ def test_task_passes_its_check_in_a_real_sandbox(task: TerminalTask, terminal_im
         env.reset(0, task)
         # A check that already passes before the steps would not tell success from nothing.
         assert env.evaluate(task) == 0.0, "the check passes before any step ran"
-        for action in task.steps:
+        for position, action in enumerate(task.steps):
             outcome = env.step(action, timeout_s=20)
-            assert not outcome.observation.get("timed_out"), f"{action.text!r} timed out"
+            # A command the task interrupts next (C-c, C-z) is still at work, however silent:
+            # its step runs to the timeout (issue 23: a step ends when the command is done or
+            # waits for input, not when it is quiet). Every other step must finish.
+            following = task.steps[position + 1] if position + 1 < len(task.steps) else None
+            interrupted = following is not None and following.text in ("<C-c>", "<C-z>")
+            if not interrupted:
+                assert not outcome.observation.get("timed_out"), f"{action.text!r} timed out"
         assert env.evaluate(task) == 1.0
     finally:
         env.close()

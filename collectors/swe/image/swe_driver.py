@@ -76,8 +76,23 @@ ACCOUNT = pwd.getpwnam(USER)
 GROUPS = os.getgrouplist(USER, ACCOUNT.pw_gid)
 # The image's environment (its PATH with the venv first, its fixed git dates and hash seed), as
 # the user: what a login in the sandbox would have.
+# Variables of the driver's environment that the agent's commands do not get: the shell's own
+# ones, and whatever names the harness (the build's certificate bundle for pip and friends).
+HARNESS_VARIABLES = frozenset(
+    {"PWD", "OLDPWD", "PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE"}
+)
+
+
+def harness_variable(name, value):
+    """Whether an environment variable belongs to the harness rather than the machine."""
+    return name in HARNESS_VARIABLES or "worldtrace" in f"{name}={value}".lower()
+
+
 USER_ENV = {
-    **{key: value for key, value in os.environ.items() if key not in ("PWD", "OLDPWD")},
+    **{key: value for key, value in os.environ.items() if not harness_variable(key, value)},
+    # /home/user and /tmp are folders of the sandbox's own disk: without this, git outside a
+    # repository says "Stopping at filesystem boundary", which no ordinary machine says there.
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM": "1",
     "HOME": ACCOUNT.pw_dir,
     "USER": USER,
     "LOGNAME": USER,
@@ -97,6 +112,62 @@ def forbid_inspection():
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
+CLONE_NEWNS = 0x00020000
+VIEW_PID = None
+"""The agent's view's init (sandboxes/view.py), found at start; None in an image without one."""
+
+
+def view_pid():
+    """Return the pid of the agent's view's init, or None if there is none.
+
+    It is the process that is PID 1 of a PID namespace below ours and is called ``init``.
+    """
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as handle:
+                fields = dict(line.split(":", 1) for line in handle.read().splitlines())
+        except (OSError, ValueError):
+            continue
+        ids = fields.get("NSpid", "").split()
+        if fields.get("Name", "").strip() == "init" and len(ids) == 2 and ids[1] == "1":
+            return int(entry)
+    return None
+
+
+def in_view(argv, cwd):
+    """``argv`` run as the user inside the agent's view, or None when there is no view.
+
+    nsenter (as root) enters the view's PID, mount and cgroup namespaces and setpriv then
+    becomes the user for good: the agent's commands see its processes only, under its init.
+    """
+    if VIEW_PID is None:
+        return None
+    enter = ["nsenter", "-t", str(VIEW_PID), "-p", "-m", "-C", f"--wd={cwd}", "--"]
+    become = [
+        "setpriv",
+        f"--reuid={ACCOUNT.pw_uid}",
+        f"--regid={ACCOUNT.pw_gid}",
+        f"--groups={','.join(str(g) for g in GROUPS)}",
+        "--",
+    ]
+    return [*enter, *become, *argv]
+
+
+def enter_view_files():
+    """Join the view's mount namespace (in a child, as root): the files the agent sees."""
+    if VIEW_PID is None:
+        return
+    fd = os.open(f"/proc/{VIEW_PID}/ns/mnt", os.O_RDONLY)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.setns(fd, CLONE_NEWNS) != 0:
+            raise OSError(ctypes.get_errno(), "setns into the agent's view failed")
+    finally:
+        os.close(fd)
 
 
 def drop_privileges():
@@ -167,16 +238,18 @@ def _drain(read_fd, capture, until):
         capture.add(chunk)
 
 
-def run_as_user(argv, timeout, stdin_data=None, env=None):
+def run_as_user(argv, timeout, stdin_data=None, env=None, viewed=False):
     """Run ``argv`` as the user in the repository, in a process group of its own.
 
     Stdout and stderr share one pipe (interleaved as written). Returns
-    (capture, exit_code, timed_out): see :func:`collect`.
+    (capture, exit_code, timed_out): see :func:`collect`. ``viewed``: inside the agent's
+    view (the agent's own commands), else beside it (git, grep and the test runner, which the
+    agent never sees running).
     """
-    return collect(*start_as_user(argv, stdin_data, env), timeout)
+    return collect(*start_as_user(argv, stdin_data, env, viewed), timeout)
 
 
-def start_as_user(argv, stdin_data=None, env=None):
+def start_as_user(argv, stdin_data=None, env=None, viewed=False):
     """Start ``argv`` as the user in the repository in a new process group.
 
     Returns the process and the read end of the one pipe its stdout and stderr share.
@@ -190,19 +263,22 @@ def start_as_user(argv, stdin_data=None, env=None):
         os.close(feed)
     try:
         for folder in WORKDIRS:
+            viewed_argv = in_view(argv, folder) if viewed else None
+            # In the view, setpriv becomes the user (nsenter needs root to enter).
+            ids = {} if viewed_argv else {
+                "user": ACCOUNT.pw_uid, "group": ACCOUNT.pw_gid, "extra_groups": GROUPS
+            }  # fmt: skip
             try:
                 process = subprocess.Popen(
-                    argv,
+                    viewed_argv or argv,
                     cwd=folder,
                     env={**USER_ENV, **(env or {})},
                     stdin=stdin,
                     stdout=write_fd,
                     stderr=write_fd,
-                    user=ACCOUNT.pw_uid,
-                    group=ACCOUNT.pw_gid,
-                    extra_groups=GROUPS,
                     process_group=0,
                     close_fds=True,
+                    **ids,
                 )
                 break
             except (FileNotFoundError, NotADirectoryError) as error:
@@ -277,6 +353,7 @@ def in_user_child(function, args, timeout):
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
+            enter_view_files()
             drop_privileges()
             for folder in WORKDIRS:
                 try:
@@ -554,9 +631,9 @@ def in_file_order(lines):
     return sorted(lines, key=key)  # stable: line order within a file is kept
 
 
-def run_command(argv, timeout):
+def run_command(argv, timeout, viewed=False):
     """A shell command or the test runner: its output, exit code and whether it timed out."""
-    capture, code, timed_out = run_as_user(argv, timeout)
+    capture, code, timed_out = run_as_user(argv, timeout, viewed=viewed)
     return {
         "output": capture.text(),
         "exit_code": code,
@@ -592,7 +669,7 @@ def bounded(part):
 def run_tool(tool, arguments, timeout):
     """Run one tool and return its part of the observation."""
     if tool == "run_shell_command":
-        return run_command(["bash", "-c", arguments["command"]], timeout)
+        return run_command(["bash", "-c", arguments["command"]], timeout, viewed=True)
     if tool == "run_tests":
         try:
             selectors = shlex.split(arguments.get("selector") or "")
@@ -785,6 +862,7 @@ def main():
 
 if __name__ == "__main__":
     forbid_inspection()
+    VIEW_PID = view_pid()
     if sys.argv[1:] == ["--observe"]:
         print(json.dumps(observation(None, {"output": ""}, None, 0.0)))
     else:

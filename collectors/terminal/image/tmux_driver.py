@@ -6,7 +6,8 @@ round trip over the exec stream instead of one ``docker exec`` per tmux command.
 Requests (stdin) and replies (stdout), one JSON object per line; a reply echoes its request's
 ``id``, so the host can tell the reply to its request from any other line:
   {"id": "...", "op": "start", "width": 160, "height": 40, "cwd": "/home/user"} -> observation
-  {"id": "...", "op": "step", "keys": [...], "timeout": 30, "quiet": 0.5, "min_wait": 0}
+  {"id": "...", "op": "step", "keys": [...], "timeout": 30, "quiet": 0.5, "min_wait": 0,
+   "settle": 0.1}
       -> observation
   {"id": "...", "op": "observe"} -> observation
 ``python3 tmux_driver.py --observe`` prints one observation of a running session and exits
@@ -15,10 +16,14 @@ Observation: screen and new scrollback (with ANSI escapes), cursor, pane size, w
 shell is at its prompt and whether a command completed during the step, the last exit status
 and the cwd from the prompt hook, the foreground program, phase timings, and how many new
 processes the container's process limit refused during the request.
-Completion is the prompt hook's ``tmux wait-for`` signal; programs that never give the prompt
-back (vim, less, a REPL, a command reading stdin) end the step once the pane and every process
-of the foreground job have been idle for ``quiet`` seconds: no screen change, no new output
-and no CPU use.
+Completion is the prompt hook's ``tmux wait-for`` signal. A program that has not given the
+prompt back ends the step when its process state says it waits for the terminal's input (vim,
+less, a REPL, ``read``, a command reading stdin: every process of the foreground job asleep,
+one of them in a read or select of a terminal) and the pane has not changed for ``settle``
+seconds; a job that sleeps, computes or waits on a pipe runs on to the step's timeout, however
+silent (``sleep 0.8; echo late`` ends with ``late`` and the prompt on screen). Only a job whose
+state cannot be read (a set-user-id program) ends the step once it and the pane have been
+idle for ``quiet`` seconds.
 
 Isolation: the driver keeps root's effective ids, is not dumpable, and gives none of its own
 file descriptors to a child, so nothing the agent runs can read its requests or write a reply
@@ -42,17 +47,30 @@ import stat
 import sys
 import time
 
-SESSION = "wt"
+SESSION = "%0"
+"""The pane the agent's shell runs in: the first pane of the server (targeted by its id)."""
 TMUX = "/usr/bin/tmux"
 USER = "user"
-SOCKET = "/run/wt/tmux"
-STATE_FILE = "/run/wt/state"
+# tmux's own default socket of the user, as for anyone who runs tmux (filled in with the uid).
+SOCKET = "/tmp/tmux-{uid}/default"
+# Where the prompt hook notes the last command's status: beside the socket (wt-shell.bashrc).
+STATE_FILE = SOCKET + ".status"
 STATE_MAX_BYTES = 65536
-CHANNEL = "wt-prompt"
+CHANNEL = "prompt"
 SPLIT = "\x1e-wt-split-\x1e"
 # tmux refuses client messages over 16 KB; stay well under it per invocation.
 CHUNK = 4096
 POLL_S = 0.03
+SETTLE_S = 0.1
+"""How long the pane must stay the same once the job waits for input (its last output lands)."""
+# Device majors of terminals: /dev/tty and consoles (4, 5) and the ptys (136-143).
+TERMINAL_MAJORS = frozenset({4, 5, *range(136, 144)})
+# System calls a process waiting for a terminal sleeps in, by machine.
+_SYSCALLS_BY_MACHINE = {
+    "x86_64": {"read": {0, 19}, "select": {23, 270}, "poll": {7, 271, 232, 281, 441}},
+    "aarch64": {"read": {63, 65}, "select": {72}, "poll": {73, 22, 441}},
+}
+SYSCALLS = _SYSCALLS_BY_MACHINE.get(os.uname().machine, _SYSCALLS_BY_MACHINE["x86_64"])
 PR_SET_DUMPABLE = 4
 # The container's process limit: cgroup v1 and v2 places of the pids controller's files.
 PIDS_FOLDERS = ("/sys/fs/cgroup/pids", "/sys/fs/cgroup")
@@ -88,6 +106,7 @@ MODIFIED_KEY = re.compile(r"^(?:[CMS]-)+(?:[\x21-\x7e]|" + "|".join(sorted(NAMED
 
 # Filled in by become_driver(): the user's uid, home and environment.
 USER_UID = None
+USER_GID = None
 USER_HOME = None
 USER_ENV = None
 
@@ -101,39 +120,113 @@ def become_driver():
     The price: the user may signal this process (killing it ends the episode as a lost
     sandbox); it still cannot trace it, read its memory or reach its file descriptors.
     """
-    global USER_UID, USER_HOME, USER_ENV
+    global USER_UID, USER_GID, USER_HOME, USER_ENV, SOCKET, STATE_FILE
     account = pwd.getpwnam(USER)
     os.setgroups([])
     os.setresgid(account.pw_gid, 0, 0)
     os.setresuid(account.pw_uid, 0, 0)
     forbid_inspection()
-    USER_UID, USER_HOME = account.pw_uid, account.pw_dir
-    # The tmux server passes its environment on to the shell: the user's, not the driver's.
-    env = {key: value for key, value in os.environ.items() if key not in ("PWD", "OLDPWD")}
+    USER_UID, USER_GID, USER_HOME = account.pw_uid, account.pw_gid, account.pw_dir
+    SOCKET = SOCKET.format(uid=USER_UID)
+    STATE_FILE = STATE_FILE.format(uid=USER_UID)
+    # The tmux server passes its environment on to the shell: the user's, not the driver's,
+    # and nothing of the harness in it.
+    env = {key: value for key, value in os.environ.items() if not harness_variable(key, value)}
     env.update(HOME=USER_HOME, USER=USER, LOGNAME=USER, SHELL=account.pw_shell or "/bin/bash")
     env.setdefault("TERM", "xterm-256color")
+    # /home/user and /tmp are folders of the sandbox's own disk: without this, git outside a
+    # repository says "Stopping at filesystem boundary", which no ordinary machine says there.
+    env["GIT_DISCOVERY_ACROSS_FILESYSTEM"] = "1"
     USER_ENV = env
     os.chdir(USER_HOME)
 
 
-def spawn(args, stdout):
+# Variables of the driver's environment that the agent's shell does not get: the shell's own
+# ones, and whatever names the harness (the build's certificate bundle for pip and friends).
+HARNESS_VARIABLES = frozenset(
+    {"PWD", "OLDPWD", "PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE"}
+)
+
+
+def harness_variable(name, value):
+    """Whether an environment variable belongs to the harness rather than the machine."""
+    return name in HARNESS_VARIABLES or "worldtrace" in f"{name}={value}".lower()
+
+
+def view_pid():
+    """Return the pid of the agent's view's init (see sandboxes/view.py), or None if none.
+
+    It is the process that is PID 1 of a PID namespace below ours and is called ``init``.
+    """
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as handle:
+                fields = dict(line.split(":", 1) for line in handle.read().splitlines())
+        except (OSError, ValueError):
+            continue
+        ids = fields.get("NSpid", "").split()
+        if fields.get("Name", "").strip() == "init" and len(ids) == 2 and ids[1] == "1":
+            return int(entry)
+    return None
+
+
+def in_view(argv, cwd):
+    """``argv`` run as the user inside the agent's view (unchanged when there is none).
+
+    nsenter (as root) enters the view's PID, mount and cgroup namespaces, and setpriv then
+    becomes the user for good, so the process and its children are the agent's kind.
+    """
+    pid = VIEW_PID
+    if pid is None:
+        return argv, True
+    enter = ["nsenter", "-t", str(pid), "-p", "-m", "-C", f"--wd={cwd}", "--"]
+    become = ["setpriv", f"--reuid={USER_UID}", f"--regid={USER_GID}", "--init-groups", "--"]
+    return [*enter, *become, *argv], False
+
+
+def outer_pid(inner):
+    """Return our pid of the view's process ``inner`` (the pid its own namespace knows)."""
+    if VIEW_PID is None:
+        return inner
+    # The view is the only PID namespace below ours (a user's /proc/<pid>/ns is not ours to
+    # read), so a second pid in NSpid is a pid of the view.
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as handle:
+                ids = next((line.split()[1:] for line in handle if line.startswith("NSpid:")), [])
+            if len(ids) == 2 and int(ids[1]) == inner:
+                return int(entry)
+        except (OSError, ValueError):
+            continue
+    raise RuntimeError(f"no process {inner} in the agent's view")
+
+
+VIEW_PID = None
+
+
+def spawn(args, stdout, as_user=True, raw=False):
     """Start ``tmux -S SOCKET args`` as the user; return its pid and its stderr's read end.
 
     The client gets /dev/null as stdin, ``stdout`` as stdout, and no other descriptor of ours
-    (ours are close-on-exec; our stdin and stdout are the host's channel).
+    (ours are close-on-exec; our stdin and stdout are the host's channel). ``raw``: ``args``
+    is the whole command line; ``as_user=False``: it keeps root (it becomes the user itself).
     """
     err_read, err_write = os.pipe()
     try:
         pid = os.posix_spawn(
-            TMUX,
-            ["tmux", "-S", SOCKET, *args],
+            "/usr/bin/" + args[0] if raw else TMUX,
+            list(args) if raw else ["tmux", "-S", SOCKET, *args],
             USER_ENV,
             file_actions=[
                 (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                 (os.POSIX_SPAWN_DUP2, stdout, 1),
                 (os.POSIX_SPAWN_DUP2, err_write, 2),
             ],
-            resetids=True,
+            resetids=as_user,
         )
     except BaseException:
         os.close(err_read)
@@ -196,8 +289,7 @@ def _chunks(text):
 def send_keys(keys):
     """Send keys in as few tmux invocations as the message size limit allows.
 
-    The last batch is returned unsent: the caller sends it in the same invocation that
-    listens for the prompt, one process start instead of two.
+    The last batch is returned unsent, for the caller to send when it is ready to wait.
     """
     batch, size = [], 0
     for item in keys:
@@ -268,6 +360,98 @@ def _group_activity(pgid):
     return tuple(sorted(members))
 
 
+class _UserFsIds:
+    """Use the user's ids for file access while inside (``setfsuid``/``setfsgid``).
+
+    /proc/<pid>/syscall and /proc/<pid>/fd of the user's processes are open to a process
+    whose file-system ids are theirs (the kernel's ptrace read check); the driver has no
+    CAP_SYS_PTRACE, and root's ids alone do not pass it.
+    """
+
+    libc = None
+
+    def __enter__(self):
+        if _UserFsIds.libc is None:
+            _UserFsIds.libc = ctypes.CDLL(None, use_errno=True)
+        self.libc.setfsgid(USER_GID)
+        self.libc.setfsuid(USER_UID)
+        return self
+
+    def __exit__(self, *exc):
+        self.libc.setfsuid(0)
+        self.libc.setfsgid(0)
+
+
+def _is_terminal(pid, fd):
+    """Whether the process's descriptor ``fd`` is a terminal (a pty, /dev/tty, a console)."""
+    try:
+        info = os.stat(f"/proc/{pid}/fd/{fd}")
+    except OSError:
+        return False
+    return stat.S_ISCHR(info.st_mode) and os.major(info.st_rdev) in TERMINAL_MAJORS
+
+
+def _waits_on_terminal(pid):
+    """Whether a sleeping process is blocked reading (or polling) a terminal; None: unknown.
+
+    The syscall it sleeps in (/proc/<pid>/syscall) says what it waits for: a read of a
+    terminal descriptor (``read``, bash's ``read``, less, cat), or a select over descriptors
+    that include one (vim, the Python REPL, top, readline), or a poll while holding one.
+    """
+    with _UserFsIds():
+        try:
+            with open(f"/proc/{pid}/syscall") as handle:
+                fields = handle.read().split()
+        except PermissionError:
+            return None  # not the user's to inspect (a set-user-id program)
+        except OSError:
+            return False  # gone
+        if not fields or fields[0] == "running" or not fields[0].lstrip("-").isdigit():
+            return False
+        number = int(fields[0])
+        args = [int(value, 16) for value in fields[1:7]]
+        if number in SYSCALLS["read"]:
+            return _is_terminal(pid, args[0])
+        if number in SYSCALLS["select"]:
+            return any(_is_terminal(pid, fd) for fd in range(min(args[0], 1024)))
+        if number in SYSCALLS["poll"]:
+            try:
+                fds = [int(fd) for fd in os.listdir(f"/proc/{pid}/fd")]
+            except OSError:
+                return False
+            return any(_is_terminal(pid, fd) for fd in fds)
+        return False
+
+
+def job_waits_for_input(pgid):
+    """Whether the foreground job waits for the terminal: True, False, or None if unknown.
+
+    True when every live process of the group sleeps and at least one of them sleeps reading
+    the terminal (``yes | less``: yes blocked on the full pipe, less reading the keyboard).
+    False when one runs or waits on the disk, or when all sleep on something else (a timer,
+    a pipe, a child): the job is still at work however quiet it is.
+    """
+    readers, unknown, members = 0, 0, 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            _, fields = _proc_stat(entry)
+        except (OSError, ValueError):
+            continue
+        if len(fields) < 3 or int(fields[2]) != pgid or fields[0] in ("Z", "X", "x"):
+            continue
+        members += 1
+        if fields[0] != "S":
+            return False  # running (R), in the disk (D), stopped or traced
+        verdict = _waits_on_terminal(int(entry))
+        readers += verdict is True
+        unknown += verdict is None
+    if readers:
+        return True
+    return None if unknown or not members else False
+
+
 def foreground(shell_pid):
     """Return (name, pgid, is_shell) of the pane's foreground process group, or None."""
     try:
@@ -276,10 +460,20 @@ def foreground(shell_pid):
         if tpgid <= 0 or tpgid == int(fields[2]):
             # The shell itself: it may still be busy reading a long line typed ahead.
             return "bash", int(fields[2]), True
-        name, _ = _proc_stat(tpgid)
-        return name, tpgid, False
     except (OSError, ValueError, IndexError):
         return None
+    try:
+        name, _ = _proc_stat(tpgid)
+    except (OSError, ValueError, IndexError):
+        # The group's leader is gone (``seq 200 | less``: seq has exited): name a live member.
+        members = _group_activity(tpgid)
+        if not members:
+            return None
+        try:
+            name, _ = _proc_stat(members[-1][0])
+        except (OSError, ValueError, IndexError):
+            return None
+    return name, tpgid, False
 
 
 def program_name(shell_pid):
@@ -289,8 +483,32 @@ def program_name(shell_pid):
 
 
 def pane_pid():
-    """Return the pid of the shell in the pane."""
-    return int(tmux("display-message", "-p", "-t", SESSION, "#{pane_pid}").strip())
+    """Return the pid (ours, not the view's) of the shell in the pane."""
+    return outer_pid(int(tmux("display-message", "-p", "-t", SESSION, "#{pane_pid}").strip()))
+
+
+def start_server(width, height, cwd):
+    """Start the tmux server with the shell in its one pane, inside the agent's view.
+
+    Its command line is what a person would type: the server is the first client's child and
+    keeps its arguments (``tmux new-session -d -x 160 -y 40 bash``), on tmux's default socket.
+    """
+    if VIEW_PID is None:
+        # No view (an SSH host, an older image): an ordinary client as the user.
+        tmux("new-session", "-d", "-x", str(width), "-y", str(height), "-c", cwd or USER_HOME,
+             "bash")  # fmt: skip
+        return
+    argv, as_user = in_view(
+        ["tmux", "new-session", "-d", "-x", str(width), "-y", str(height), "bash"],
+        cwd or USER_HOME,
+    )
+    out_read, out_write = os.pipe()
+    try:
+        pid, err_read = spawn(argv, out_write, as_user=as_user, raw=True)
+    finally:
+        os.close(out_write)
+    os.close(out_read)
+    _reap(pid, err_read, "new-session")
 
 
 CAPTURE = (
@@ -401,16 +619,20 @@ class Listener:
             os.waitpid(self.pid, 0)
 
 
-def wait_for_completion(shell_pid, before, waiter, timeout, quiet, min_wait):
-    """Wait for a new prompt, or a quiet pane with an idle foreground job, or the timeout.
+def wait_for_completion(shell_pid, before, waiter, timeout, quiet, min_wait, settle=SETTLE_S):
+    """Wait for a new prompt, or a foreground job waiting for terminal input, or the timeout.
 
     ``waiter`` is the :class:`Listener` started with the step's keys.
 
-    Returns (prompt_returned, timed_out). Quiet means, for ``quiet`` seconds: the same screen,
-    no line added to the history, and no CPU used by any process of the foreground job (the
-    shell included: it may be reading a long line). ``min_wait`` keeps a ``wait`` action
-    from ending early. At the timeout, a step counts as timed out only if something was
-    still changing.
+    Returns (prompt_returned, timed_out). A job that has not given the prompt back ends the
+    step only when the process state says it waits for the terminal (see
+    :func:`job_waits_for_input`: an editor, a pager, a REPL, ``read``, a command reading
+    stdin) and the pane has not changed for ``settle`` seconds; a job that sleeps, computes
+    or reads a pipe keeps the step going to the timeout, however silent it is. Only a job
+    whose state cannot be read (a set-user-id program) falls back to silence: ``quiet``
+    seconds with the same screen, no new history and no CPU use. ``min_wait`` keeps a
+    ``wait`` action from ending early. At the timeout, a step counts as timed out when its
+    job was neither waiting for input nor, for a ``wait`` action, silent.
     """
     before_key = (before or (None,) * 4)[1:3]
 
@@ -419,7 +641,7 @@ def wait_for_completion(shell_pid, before, waiter, timeout, quiet, min_wait):
         return state is not None and state[1:3] != before_key
 
     started = time.monotonic()
-    last_job, last_pane, last_change = None, None, started
+    last_job, last_pane, last_change, pane_change = None, None, started, started
     try:
         while True:
             if waiter.exited_within(POLL_S):
@@ -437,17 +659,24 @@ def wait_for_completion(shell_pid, before, waiter, timeout, quiet, min_wait):
             job = fg and (fg[1], _group_activity(fg[1]))
             if job != last_job:
                 last_job, last_change = job, now
-            else:
-                # Only an idle job needs a look at the pane (one more process): while output
-                # floods in, the job's own CPU use already says it is busy.
+            waiting = job_waits_for_input(fg[1]) if fg else None
+            if waiting is not False:
+                # Waiting for input, or not knowable: both need the pane to have settled
+                # (output written just before the read may still be on its way to tmux).
                 pane = tmux(*PEEK)
                 if pane != last_pane:
-                    last_pane, last_change = pane, now
+                    last_pane, last_change, pane_change = pane, now, now
             quiet_for = now - last_change
-            if now - started >= timeout:
-                return False, quiet_for < quiet
-            if quiet_for >= quiet and now - started >= min_wait:
+            waited_enough = now - started >= min_wait
+            if waiting and now - pane_change >= settle and waited_enough:
                 return False, False
+            if waiting is None and quiet_for >= quiet and waited_enough:
+                return False, False
+            if now - started >= timeout:
+                if min_wait >= timeout:
+                    # A wait action ran its course: a timeout only if the job still worked.
+                    return False, quiet_for < quiet and not waiting
+                return False, not waiting
     finally:
         waiter.stop()
 
@@ -456,19 +685,7 @@ def handle(request, session):
     """Execute one request and return its reply."""
     op = request["op"]
     if op == "start":
-        tmux(
-            "new-session",
-            "-d",
-            "-s",
-            SESSION,
-            "-x",
-            str(request.get("width", 160)),
-            "-y",
-            str(request.get("height", 40)),
-            "-c",
-            request.get("cwd", USER_HOME),
-            "bash",
-        )
+        start_server(request.get("width", 160), request.get("height", 40), request.get("cwd"))
         session["shell_pid"] = pane_pid()
         started = time.monotonic()
         prompt, timed_out = wait_for_completion(session["shell_pid"], None, Listener(), 10, 10, 0)
@@ -477,9 +694,15 @@ def handle(request, session):
     if op == "step":
         before = read_state()
         started = time.monotonic()
-        waiter = Listener(send_keys(request.get("keys", [])))
-        # Sent as far as we can tell: the last keys go with the listener, whose start this is.
+        last = send_keys(request.get("keys", []))
+        if last:
+            # Sent and taken by the server before the listening starts, so that the time a
+            # job has been seen waiting for input counts from keys it has really received (a
+            # shell that has not yet read the command line also sleeps reading the terminal).
+            # A prompt signalled in between is still seen: the state file is read as well.
+            tmux(*last)
         sent = time.monotonic()
+        waiter = Listener()
         prompt, timed_out = wait_for_completion(
             session["shell_pid"],
             before,
@@ -487,6 +710,7 @@ def handle(request, session):
             float(request.get("timeout", 30)),
             float(request.get("quiet", 0.5)),
             float(request.get("min_wait", 0)),
+            float(request.get("settle", SETTLE_S)),
         )
         timings = {
             "send_s": round(sent - started, 6),
@@ -545,6 +769,7 @@ def main():
 
 if __name__ == "__main__":
     become_driver()
+    VIEW_PID = view_pid()
     if sys.argv[1:] == ["--observe"]:
         print(json.dumps(observe(pane_pid(), returned=False, timed_out=False, timings={})))
     else:
