@@ -12,20 +12,33 @@ carrying its ``browsergym_id``). :func:`flatten_axtree` renders it the way Brows
 (one tab per level), so a world model trained on this corpus sees the same text as agents
 built on BrowserGym.
 Nodes that carry no information are left out (no name, generic containers without
-properties, static text repeating its parent's name, line breaks and inline text boxes);
-their children move up one level.
+properties, static text repeating its parent's name, line breaks and, unless asked for,
+inline text boxes); their children move up one level.
+
+With the elements' visibility (recorded since web text version 2), an element at least half
+inside the viewport is marked ``visible``, as ``flatten_axtree_to_str(..., with_visible=True)``
+does (AgentLab's observation setting), so the text says what the viewport shows and a scroll
+changes it::
+
+    [23] link 'View Tickets', visible
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 BID_PATTERN = re.compile(r"^browsergym_id_([a-zA-Z0-9]+)\s?(.*)$", re.DOTALL)
 """How a bid travels through an ARIA attribute: ``browsergym_id_<bid> <original value>``."""
 
 IGNORED_ROLES = frozenset({"LineBreak", "InlineTextBox"})
-"""Roles never printed. Chromium 156 adds InlineTextBox nodes that BrowserGym's format lacks."""
+"""Roles not printed by default. BrowserGym ignores LineBreak; Chromium 156 adds InlineTextBox
+nodes (one per rendered line of text, repeating it) that BrowserGym's rows from its own pinned
+Chromium lack; ``inline_text_boxes=True`` prints them as BrowserGym does on this Chromium."""
+
+VISIBLE_RATIO = 0.5
+"""An element at least this share inside the viewport is ``visible`` (BrowserGym's threshold)."""
 
 IGNORED_PROPERTIES = frozenset(
     {"editable", "readonly", "level", "settable", "multiline", "invalid", "focusable"}
@@ -70,17 +83,29 @@ def take_bid(node: dict[str, Any]) -> None:
         node["browsergym_id"] = bid
 
 
-def node_line(node: dict[str, Any]) -> str | None:
-    """Return the text of one node without indentation, or None if the node is not shown."""
+def node_line(
+    node: dict[str, Any],
+    visibility: Mapping[str, float] | None = None,
+    ignored_roles: frozenset[str] = IGNORED_ROLES,
+) -> str | None:
+    """Return the text of one node without indentation, or None if the node is not shown.
+
+    With ``visibility`` (bid → share inside the viewport), an element whose share is at least
+    :data:`VISIBLE_RATIO` is marked ``visible`` before its other attributes.
+    """
     role = (node.get("role") or {}).get("value", "")
-    if role in IGNORED_ROLES or "name" not in node:
+    if role in ignored_roles or "name" not in node:
         return None
     name = str(node["name"].get("value", ""))
     attributes = _attributes(node)
     if role == "generic" and not attributes:
         return None
-    line = role if role == "generic" and not name else f"{role} {name.strip()!r}"
     bid = node.get("browsergym_id")
+    if visibility is not None and role != "StaticText" and bid is not None:
+        ratio = visibility.get(bid)
+        if ratio is not None and ratio >= VISIBLE_RATIO:
+            attributes.insert(0, "visible")
+    line = role if role == "generic" and not name else f"{role} {name.strip()!r}"
     if bid is not None:
         line = f"[{bid}] {line}"
     value = node.get("value")
@@ -106,8 +131,19 @@ def _attributes(node: dict[str, Any]) -> list[str]:
     return shown
 
 
-def flatten_axtree(tree: dict[str, Any]) -> str:
-    """Render a merged accessibility tree as BrowserGym's one-line-per-node text."""
+def flatten_axtree(
+    tree: dict[str, Any],
+    visibility: Mapping[str, float] | None = None,
+    inline_text_boxes: bool = False,
+) -> str:
+    """Render a merged accessibility tree as BrowserGym's one-line-per-node text.
+
+    ``visibility`` (bid → share inside the viewport, as recorded with the tree) adds the
+    ``visible`` marks; None (runs recorded before visibility was) prints none.
+    ``inline_text_boxes`` prints Chromium's InlineTextBox nodes as BrowserGym does on this
+    Chromium; by default they are left out.
+    """
+    ignored = IGNORED_ROLES - {"InlineTextBox"} if inline_text_boxes else IGNORED_ROLES
     nodes = tree.get("nodes") or []
     if not nodes:
         return ""
@@ -121,9 +157,9 @@ def flatten_axtree(tree: dict[str, Any]) -> str:
         if node["nodeId"] in visited:  # a malformed tree must not loop forever
             continue
         visited.add(node["nodeId"])
-        line = node_line(node)
+        line = node_line(node, visibility, ignored)
         role = (node.get("role") or {}).get("value", "")
-        name = "" if role in IGNORED_ROLES else str((node.get("name") or {}).get("value", ""))
+        name = "" if role in ignored else str((node.get("name") or {}).get("value", ""))
         if line is not None and role == "StaticText" and name in parent_name:
             line = None  # the parent already says it
         if line is not None:

@@ -63,7 +63,11 @@ CHROMIUM_FLAGS = (
     "--no-first-run",
     "--disable-default-apps",
     # HttpsUpgrades would turn a blocked http:// link into an https:// request in the record.
-    "--disable-features=Translate,MediaRouter,OptimizationHints,HttpsUpgrades",
+    # Overlay scrollbars off (and Playwright's --hide-scrollbars dropped at launch), as
+    # BrowserGym launches Chromium: the page is laid out beside a classic scrollbar, so lines
+    # wrap and elements sit where they do under BrowserGym, and the screenshot shows it.
+    "--disable-features=Translate,MediaRouter,OptimizationHints,HttpsUpgrades,"
+    "OverlayScrollbars,ExtendedOverlayScrollbars",
     "--disable-dev-shm-usage",
     # Site names resolve to the namespace's loopback; nothing else resolves.
     f"--host-resolver-rules={BROWSER_HOST_RULES}",
@@ -194,7 +198,10 @@ def _launch(playwright: Playwright) -> ThreadBrowser:
     wrapper.chmod(0o700)
     try:
         browser = playwright.chromium.launch(
-            executable_path=str(wrapper), headless=True, args=list(CHROMIUM_FLAGS)
+            executable_path=str(wrapper),
+            headless=True,
+            args=list(CHROMIUM_FLAGS),
+            ignore_default_args=["--hide-scrollbars"],
         )
     except Exception as error:
         network.close()

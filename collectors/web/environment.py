@@ -20,12 +20,13 @@ import hashlib
 import importlib.metadata
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 from playwright.sync_api import BrowserContext, CDPSession, Dialog, Download, Page, Request, Route
 from playwright.sync_api import Error as PlaywrightError
-from pydantic import Field, field_validator
+from pydantic import AwareDatetime, Field, field_validator
 
 from worldtrace.collectors.base import Environment, EnvironmentConfig, StepOutcome
 from worldtrace.collectors.web.actions import ActionRefused, run_action
@@ -36,7 +37,7 @@ from worldtrace.collectors.web.browser import (
     deadline,
     thread_browser,
 )
-from worldtrace.collectors.web.observation import page_title, read_page, responsive
+from worldtrace.collectors.web.observation import TagsToMark, page_title, read_page, responsive
 from worldtrace.collectors.web.sites import site_definition
 from worldtrace.collectors.web.tasks import PageCheck, WebTask
 from worldtrace.sandboxes.websites import BrowserNetwork, start_site
@@ -57,6 +58,17 @@ READ_BUDGET_S = 60.0
 
 TITLE_TIMEOUT_MS = 2000
 """How long a tab's title may take to read; a tab busy longer shows no title."""
+
+TEXT_VERSION = "2"
+"""Version of what a web observation records. 1: every element marked, no visibility.
+2: BrowserGym's marking (``tags_to_mark``), elements' visibility (``visible`` marks), the
+browser clock started at ``clock_start``, pages laid out beside a classic scrollbar (as
+BrowserGym launches Chromium). In :meth:`WebEnvironment.describe`, so runs of the
+two versions are told apart."""
+
+BROWSERGYM_REFERENCE = "browsergym-core==0.14.3"
+"""The BrowserGym release whose marking and tree text the web domain reproduces (and is tested
+against, see tests/web/test_web_browsergym.py)."""
 
 
 class WebConfig(EnvironmentConfig):
@@ -83,6 +95,29 @@ class WebConfig(EnvironmentConfig):
     )
     site_startup_timeout_s: float = Field(
         default=90.0, gt=0, description="limit for the site's server to answer"
+    )
+    tags_to_mark: TagsToMark = Field(
+        default="standard_html",
+        description=(
+            "elements given a bid, as BrowserGym's tags_to_mark: 'standard_html' (BrowserGym's "
+            "default: same bids, same tree) or 'all' (every element; changes the tree around "
+            "inline SVG, the marking of runs before web text version 2)"
+        ),
+    )
+    inline_text_boxes: bool = Field(
+        default=False,
+        description=(
+            "print Chromium's InlineTextBox nodes in the text, as BrowserGym does on this "
+            "Chromium; off by default, as in BrowserGym's rows from its own pinned Chromium"
+        ),
+    )
+    clock_start: AwareDatetime | None = Field(
+        default=datetime(2024, 1, 15, 9, 0, tzinfo=UTC),
+        description=(
+            "instant the clocks of the page (Date, timers, performance) and of the site's "
+            "server start at in every episode, then run normally; none: the machine's clock. "
+            "A week after the seeded sites' first day, so their dates read as recent"
+        ),
     )
 
     @field_validator("site")
@@ -119,7 +154,7 @@ path."""
 def start_registered_site(config: WebConfig, network: BrowserNetwork) -> tuple[SiteHandle, str]:
     """Start ``config.site`` from the site registry in a fresh sandbox (the reset)."""
     definition = site_definition(config.site)
-    site = start_site(definition, config.site_startup_timeout_s, network)
+    site = start_site(definition, config.site_startup_timeout_s, network, config.clock_start)
     return site, definition.start_path
 
 
@@ -196,6 +231,10 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
             service_workers="block",
         )
         self.context = context
+        if self.config.clock_start is not None:
+            # Pages read the time (TiddlyWiki stamps edits, pages print dates): each episode's
+            # browser clock starts at the same instant and then runs normally.
+            context.clock.install(time=self.config.clock_start)
         context.set_default_timeout(self.config.settle_cap_s * 1000)
         context.set_default_navigation_timeout(self.config.navigation_timeout_s * 1000)
         context.route("**/*", self._guard)
@@ -279,12 +318,16 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
                 try:
                     if self._page.is_closed():
                         return 0.0
-                    tree = read_page(self.page, self._cdp_for(self.page), False)["axtree"]
+                    content = read_page(
+                        self.page, self._cdp_for(self.page), False, self.config.tags_to_mark
+                    )
                 except PlaywrightError:
                     if browser.alive():
                         raise
                     return 0.0  # a page that cannot be read does not pass
-            return 1.0 if check.passes(self.page.url, flatten_axtree(tree)) else 0.0
+            # Checks look for names and roles, not for what is in view: no visibility marks.
+            text = flatten_axtree(content["axtree"])
+            return 1.0 if check.passes(self.page.url, text) else 0.0
         read_data = getattr(self.site, "read_data", None)
         if read_data is None:
             return None
@@ -303,6 +346,10 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
             "site": self.config.site,
             "chromium": chromium_version(),
             "playwright": importlib.metadata.version("playwright"),
+            "text_version": TEXT_VERSION,
+            "marking": f"{BROWSERGYM_REFERENCE} tags_to_mark={self.config.tags_to_mark}",
+            "inline_text_boxes": str(self.config.inline_text_boxes).lower(),
+            "clock_start": self.config.clock_start.isoformat() if self.config.clock_start else "",
             **site_versions,
         }
         version = ";".join(f"{key}={components[key]}" for key in sorted(components))
@@ -478,12 +525,15 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
             )
         if self._browser_lost() or self._broken is not None:
             return self._broken_observation(timing)
-        content = read_page(page, cdp, self.config.screenshot)
+        content = read_page(page, cdp, self.config.screenshot, self.config.tags_to_mark)
         nodes = content["axtree"]["nodes"]
         truncated = len(nodes) > self.config.max_tree_nodes
         if truncated:
             content["axtree"]["nodes"] = nodes[: self.config.max_tree_nodes]
-        text_hash = hashlib.sha256(flatten_axtree(content["axtree"]).encode()).hexdigest()
+        text = flatten_axtree(
+            content["axtree"], content["visibility"], self.config.inline_text_boxes
+        )
+        text_hash = hashlib.sha256(text.encode()).hexdigest()
         state = (page.url, text_hash)
         unchanged = state == self._previous_state
         self._previous_state = state
@@ -497,6 +547,7 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
             ],
             "active_tab": tabs.index(page) if page in tabs else 0,
             **content,
+            "inline_text_boxes": self.config.inline_text_boxes,
             "tree_nodes": len(nodes),
             "tree_truncated": truncated,
             "settled": settled,
@@ -515,6 +566,9 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
             "axtree": {"nodes": []},
             "focused_bid": "",
             "marked_elements": 0,
+            "tags_to_mark": self.config.tags_to_mark,
+            "visibility": {},
+            "inline_text_boxes": self.config.inline_text_boxes,
             "screenshot_png": None,
             "tree_nodes": 0,
             "tree_truncated": False,

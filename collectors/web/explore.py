@@ -6,6 +6,12 @@ not seen yet, weigh more — and acts on one: click, fill with a value that suit
 label, or pick an option. Sometimes it goes back, forward, scrolls, or opens, switches or
 closes a tab instead. It never follows a link off the episode's site, so the walk stays on
 the site it was started on. The same seed on the same site gives the same walk.
+
+History moves stay on the site too. A tab's history begins with ``about:blank``, so
+``go_back()`` from the first page of a tab leaves the site for a blank page; the walk counts,
+per episode, the on-site pages it can go back (and forward) to in the active tab and goes back
+only over those. If it still finds itself off the site (a new tab, a page that replaced its
+own history entry), its next move is ``goto`` the episode's start page.
 """
 
 from __future__ import annotations
@@ -54,51 +60,110 @@ DEFAULT_VALUES = ("hello", "test entry", "42")
 # Weights of the ways to act; the element choice itself is weighted by novelty.
 MOVES = {"element": 0.82, "scroll": 0.06, "go_back": 0.05, "go_forward": 0.02, "tabs": 0.05}
 
+TAB_ACTIONS = frozenset({"new_tab", "tab_close", "tab_focus"})
+"""Actions after which the active tab's history is another one (counted afresh)."""
+
 
 class ExplorePolicy(Policy[WebTask]):
     """A seeded random walk over the site's interactive elements, preferring the untried."""
 
     kind = "explore"
     name = "web-explore"
-    version = "1"
+    version = "2"
+    """2: never goes back off the site, and returns to the start page from a blank one."""
 
-    def __init__(self, novelty: float = 4.0, avoided_weight: float = 0.05) -> None:
+    def __init__(
+        self,
+        novelty: float = 4.0,
+        avoided_weight: float = 0.05,
+        moves: dict[str, float] | None = None,
+    ) -> None:
         if novelty < 1:
             raise ValueError(f"novelty must be at least 1, got {novelty}")
+        unknown = sorted(set(moves or {}) - set(MOVES))
+        if unknown:
+            raise ValueError(f"unknown moves {unknown}; known: {sorted(MOVES)}")
         self.novelty = novelty
         self.avoided_weight = avoided_weight
+        self.moves = {**MOVES, **(moves or {})}
+        """Weights of the ways to act (:data:`MOVES`, with the given ones replaced)."""
         self._random = random.Random(0)
         self._tried: set[tuple[str, str, str]] = set()
         self._seen_pages: set[str] = set()
+        self._start_url = ""
+        self._last_url = ""
+        self._back = 0
+        self._forward = 0
 
     def reset(self, seed: int, task: WebTask | None) -> None:
         """Start a new walk with its own random stream and memory."""
         self._random = random.Random(seed)
         self._tried = set()
         self._seen_pages = set()
+        self._start_url = ""
+        self._last_url = ""
+        self._back = 0
+        self._forward = 0
 
     def act(self, observation: RawObservation, history: Sequence[HistoryItem]) -> Action:
         """Choose the next action on the current page."""
+        url = str(observation.get("url") or "")
         here = site_url_of(observation)
-        site = here or _origin(history)
-        if site and not here:
-            return make_action("goto", site + "/")  # a blank new tab: back onto the site
-        page = _page_key(observation.get("url") or "")
+        if not self._start_url and here:
+            self._start_url = url  # the episode's first page on the site
+        site = site_url_of({"url": self._start_url}) or _origin(history)
+        self._follow_history(url, history)
+        if not here or (site and here != site):
+            # A blank tab or a page off the site: back onto the site's start page.
+            self._back = self._forward = 0
+            return make_action("goto", self._start_url or site + "/")
+        page = _page_key(url)
         self._seen_pages.add(page)
-        move = self._random.choices(list(MOVES), weights=list(MOVES.values()))[0]
+        move = self._random.choices(list(self.moves), weights=list(self.moves.values()))[0]
         if move == "scroll":
             return make_action("scroll", 0, self._random.choice((-400, 300, 600)))
-        if move in ("go_back", "go_forward"):
-            return make_action(move)
+        if move == "go_back" and self._back > 0:
+            return make_action("go_back")
+        if move == "go_forward" and self._forward > 0:
+            return make_action("go_forward")
         if move == "tabs":
             return self._tab_move(observation)
         candidates = self._candidates(observation, site)
         if not candidates:
-            return make_action("go_back")
+            if self._back > 0:
+                return make_action("go_back")
+            return make_action("scroll", 0, self._random.choice((-400, 300, 600)))
         weights = [self._weight(node, page) for node, _ in candidates]
         node, options = self._random.choices(candidates, weights=weights)[0]
         self._tried.add((page, node_role(node), node_name(node)))
         return self._act_on(node, options)
+
+    def _follow_history(self, url: str, history: Sequence[HistoryItem]) -> None:
+        """Count the on-site pages behind and ahead of the active tab's page.
+
+        Conservative: a page that replaced its own history entry counts as one more step
+        back (the recovery covers that); after a tab move nothing counts until the tab
+        navigates.
+        """
+        previous, self._last_url = self._last_url, url
+        if not history:
+            return
+        action = history[-1].action.name
+        if action in TAB_ACTIONS:
+            self._back = self._forward = 0
+        elif action == "go_back":
+            if url != previous:
+                self._back = max(0, self._back - 1)
+                self._forward += 1
+        elif action == "go_forward":
+            if url != previous:
+                self._forward = max(0, self._forward - 1)
+                self._back += 1
+        elif url != previous and previous:
+            # A navigation (a link, a form, goto) pushed the previous page behind this one.
+            if site_url_of({"url": previous}):
+                self._back += 1
+            self._forward = 0
 
     def _tab_move(self, observation: RawObservation) -> Action:
         tabs = observation.get("tabs") or []
@@ -106,7 +171,11 @@ class ExplorePolicy(Policy[WebTask]):
             if self._random.random() < 0.5:
                 return make_action("tab_close")
             return make_action("tab_focus", self._random.randrange(len(tabs)))
-        return make_action("new_tab") if self._random.random() < 0.3 else make_action("go_back")
+        if self._random.random() < 0.3:
+            return make_action("new_tab")
+        if self._back > 0:
+            return make_action("go_back")
+        return make_action("scroll", 0, self._random.choice((-400, 300, 600)))
 
     def _candidates(
         self, observation: RawObservation, site: str

@@ -5,6 +5,10 @@ Reading the tree is three steps: give every element of the page and its frames a
 protocol and pull the bids out of the ARIA fields, then remove the ARIA copies again
 (``unmark_elements.js``). The per-frame trees are merged by hanging each frame's root under
 its ``Iframe`` node, so :func:`worldtrace.collectors.web.axtree.flatten_axtree` prints one tree.
+The marking is BrowserGym's (``tags_to_mark``, standard HTML tags by default) and also
+measures, as BrowserGym does, which share of each marked element is inside the viewport; the
+raw observation keeps that as ``visibility`` (bid → ratio), from which the text marks
+``visible`` elements.
 
 Every call into the page goes over DevTools with a timeout. Playwright's ``evaluate`` has
 none, and waits forever for a frame whose document never gets a script context (an
@@ -16,10 +20,11 @@ read is left unmarked instead of waited for.
 from __future__ import annotations
 
 import base64
+import json
 import time
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from playwright.sync_api import CDPSession, Page
 from playwright.sync_api import Error as PlaywrightError
@@ -71,13 +76,22 @@ def responsive(cdp: CDPSession, timeout_ms: float) -> bool:
     return True
 
 
-def _call(cdp: CDPSession, script: str, timeout_ms: float) -> Any:
-    """Run a ``() => value`` script in the page's top document; its value, None if it failed."""
+def _call(cdp: CDPSession, script: str, timeout_ms: float, *args: Any) -> Any:
+    """Run a ``(...args) => value`` script in the page's top document.
+
+    Returns its value (awaited if it is a promise), None if it failed. ``args`` travel as
+    JSON literals.
+    """
+    arguments = ", ".join(json.dumps(arg) for arg in args)
     try:
         reply = send(
             cdp,
             "Runtime.evaluate",
-            {"expression": f"({script})()", "returnByValue": True},
+            {
+                "expression": f"({script})({arguments})",
+                "returnByValue": True,
+                "awaitPromise": True,
+            },
             timeout_ms,
         )
     except PlaywrightError:
@@ -87,16 +101,25 @@ def _call(cdp: CDPSession, script: str, timeout_ms: float) -> Any:
     return reply.get("result", {}).get("value")
 
 
-def mark_frames(cdp: CDPSession, timeout_ms: float = CDP_TIMEOUT_MS) -> tuple[int, str]:
-    """Give every element of the page and its readable frames a bid.
+TagsToMark = Literal["standard_html", "all"]
+"""Which elements get a bid, as BrowserGym's ``tags_to_mark``: standard HTML tags only (its
+default) or every element."""
 
-    Returns how many, and the focused element's bid ('' when nothing has focus, or when the
-    page could not be marked: the next observation marks it).
+
+def mark_frames(
+    cdp: CDPSession, timeout_ms: float = CDP_TIMEOUT_MS, tags_to_mark: TagsToMark = "standard_html"
+) -> tuple[int, str, dict[str, float]]:
+    """Give the elements of the page and its readable frames a bid, as BrowserGym does.
+
+    Returns how many, the focused element's bid ('' when nothing has focus, or when the
+    page could not be marked: the next observation marks it), and each marked element's
+    visibility ratio (the share of it inside the viewport, 0 … 1).
     """
-    result = _call(cdp, _script("mark_elements.js"), timeout_ms)
-    if not isinstance(result, list) or len(result) != 2:
-        return 0, ""
-    return int(result[0]), str(result[1])
+    result = _call(cdp, _script("mark_elements.js"), timeout_ms, tags_to_mark)
+    if not isinstance(result, list) or len(result) != 3:
+        return 0, "", {}
+    visibility = result[2] if isinstance(result[2], dict) else {}
+    return int(result[0]), str(result[1]), {str(k): float(v) for k, v in visibility.items()}
 
 
 def unmark_frames(cdp: CDPSession, timeout_ms: float = CDP_TIMEOUT_MS) -> None:
@@ -156,10 +179,15 @@ def _attach_frame(
         iframe_node.setdefault("childIds", []).append(child_nodes[0]["nodeId"])
 
 
-def read_page(page: Page, cdp: CDPSession, screenshot: bool) -> dict[str, Any]:
-    """Read the page's tree, focus and (optionally) screenshot, with the time each took."""
+def read_page(
+    page: Page, cdp: CDPSession, screenshot: bool, tags_to_mark: TagsToMark = "standard_html"
+) -> dict[str, Any]:
+    """Read the page's tree, focus, visibility and (optionally) screenshot, with timings.
+
+    ``tags_to_mark`` chooses which elements get a bid (see :data:`TagsToMark`).
+    """
     started = time.perf_counter()
-    marked, focus = mark_frames(cdp)
+    marked, focus, visibility = mark_frames(cdp, tags_to_mark=tags_to_mark)
     try:
         tree = merged_axtree(cdp)
     finally:
@@ -178,6 +206,8 @@ def read_page(page: Page, cdp: CDPSession, screenshot: bool) -> dict[str, Any]:
         "axtree": tree,
         "focused_bid": focus,
         "marked_elements": marked,
+        "tags_to_mark": tags_to_mark,
+        "visibility": visibility,
         "screenshot_png": png,
         "timing": {"extract_s": round(tree_s, 6), "screenshot_s": round(shot_s, 6)},
     }

@@ -8,6 +8,11 @@ Runs recorded before sites had stable origins reached each site on a loopback po
 day (``http://127.0.0.1:58325/...``), so the same page read differently in every episode.
 Normalizing such an episode maps that origin to the site's stable one (``http://trac.test``)
 everywhere in its observations and actions; the raw records keep what was recorded.
+
+Runs recorded since web text version 2 also keep each element's visibility (the share of it
+inside the viewport); the text then marks elements at least half in view ``visible``, so a
+scroll shows in the text. Older runs have no visibility and render without the marks, as they
+were recorded (their bids, marked on every element, stay as recorded too).
 """
 
 from __future__ import annotations
@@ -75,8 +80,22 @@ def legacy_origin_rewrite(
     return rewrite
 
 
+VOLATILE_PATTERNS: tuple[re.Pattern[str], ...] = (
+    # datasette's footer: "Queries took 16.214ms" (the server's own measurement).
+    re.compile(r"(?<=Queries took )\d+(?:\.\d+)?ms"),
+    # The same measurement in datasette's JSON views: "query_ms": 8.805507999568363.
+    re.compile(r'(?<="query_ms": )\d+(?:\.\d+)?(?:[eE][-+]?\d+)?'),
+    # Ages counted to the second from the server's clock (Trac: "Opened 0 seconds ago"), which
+    # move with the wall time the episode's steps took.
+    re.compile(r"\b\d+ seconds? ago\b"),
+)
+"""Spans of web text that vary by nature between identical runs (measurements a page shows)."""
+
+
 class WebRenderer(Renderer):
     """The page as BrowserGym's tree text; URL, tabs, focus, events and timings in meta."""
+
+    volatile_patterns = VOLATILE_PATTERNS
 
     def observation(self, raw: RawObservation) -> Observation:
         """Render the tree, decode the screenshot, and label a page that did not change."""
@@ -88,7 +107,11 @@ class WebRenderer(Renderer):
         png = raw.get("screenshot_png")
         return Observation(
             format=FORMAT,
-            text=flatten_axtree(raw.get("axtree") or {}),
+            text=flatten_axtree(
+                raw.get("axtree") or {},
+                visibility=raw.get("visibility"),
+                inline_text_boxes=bool(raw.get("inline_text_boxes", False)),
+            ),
             screenshot=base64.b64decode(png) if png else None,
             meta=meta,
         )

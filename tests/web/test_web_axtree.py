@@ -55,6 +55,33 @@ def test_flatten_matches_browsergym_text_format() -> None:
     )
 
 
+def test_visibility_marks_elements_at_least_half_in_view_as_browsergym_does() -> None:
+    # BrowserGym's flatten_axtree_to_str(..., with_visible=True): "visible" before the other
+    # attributes, on elements whose visibility ratio is at least 0.5.
+    assert flatten_axtree(tree(), visibility={"12": 0.5, "a3": 0.49}) == (
+        "RootWebArea 'Shop', focused\n"
+        "\t[12] link 'Home', visible, url='/'\n"
+        "\t[a3] textbox 'Search' value='shoes', required\n"
+        "\t\tStaticText 'shoes'"
+    )
+    # Without recorded visibility (runs from before it was recorded): no marks at all.
+    assert "visible" not in flatten_axtree(tree(), visibility=None)
+
+
+def test_a_bare_generic_stays_hidden_even_when_visible() -> None:
+    nodes = {"nodes": [node("1", "RootWebArea", "R", ["2"]), node("2", "generic", "", ["3"])]}
+    nodes["nodes"][1]["browsergym_id"] = "7"
+    nodes["nodes"].append(node("3", "button", "OK", browsergym_id="8"))
+    assert flatten_axtree(nodes, visibility={"7": 1.0, "8": 1.0}) == (
+        "RootWebArea 'R'\n\t[8] button 'OK', visible"
+    )
+
+
+def test_inline_text_boxes_are_printed_only_when_asked_for() -> None:
+    assert "InlineTextBox" not in flatten_axtree(tree())
+    assert "\t\tInlineTextBox 'Home'" in flatten_axtree(tree(), inline_text_boxes=True)
+
+
 def test_nodes_without_a_name_are_left_out_but_their_children_are_kept() -> None:
     nodes = {"nodes": [node("1", "RootWebArea", "R", ["2"]), node("2", "none", None, ["3"])]}
     nodes["nodes"].append(node("3", "button", "OK", browsergym_id="4"))

@@ -136,3 +136,15 @@ def test_episodes_on_stable_origins_or_unregistered_sites_are_left_as_recorded(t
         _, [transition] = normalize(path)
         assert transition.observation.meta["url"] == f"{origin}/newticket"
         assert transition.action.arguments == {"url": f"{origin}/newticket"}
+
+
+def test_the_web_renderer_declares_datasette_s_timings_and_ages_as_volatile() -> None:
+    renderer = WebRenderer()
+    text = (
+        "StaticText 'Queries took 16.214ms · Data license: CC0'\n"
+        'StaticText \'{"rows": [], "query_ms": 8.805507999568363, "license": "CC0"}\'\n'
+        "StaticText 'Opened 0 seconds ago'\n"
+        "StaticText 'Last modified 3 years ago, 16.2 ms of reading'"
+    )
+    spans = [text[span.start : span.end] for span in renderer.volatile_spans(text)]
+    assert spans == ["16.214ms", "8.805507999568363", "0 seconds ago"]

@@ -35,7 +35,7 @@ def test_a_replayed_trajectory_is_recorded_with_real_next_states(tmp_path) -> No
     normalizer = WebRenderer()
     after_click = normalizer.observation(steps[0].observation)
     assert after_click.meta["title"] == "Order form"
-    assert "[7] textbox 'Name', required" in after_click.text
+    assert "[7] textbox 'Name', visible, required" in after_click.text
     assert "value='Lin'" in normalizer.observation(steps[1].observation).text
     # '99' is not on the form page: the error is recorded and the page did not change.
     assert steps[2].error == "no element with bid '99' on the page"
