@@ -1,14 +1,16 @@
 """The desktop (os) domain: a real X11 desktop with real applications, OSWorld-style.
 
 One image (``image/``, :mod:`~worldtrace.collectors.os.image_definition`) holds Xvfb, openbox,
-the AT-SPI bus, mousepad, gnumeric, pcmanfm, galculator, xterm, a launcher dock and the
+the AT-SPI bus, mousepad, gnumeric, pcmanfm, galculator, lxterminal, a launcher dock and the
 in-container driver; ``/opt/worldtrace/versions.json`` lists every part's version and goes
 into every transition's ``env``. An action is pyautogui code (:mod:`~worldtrace.collectors.os.
 actions`: ``pyautogui.click(640, 400)``, ``pyautogui.hotkey('ctrl', 's')``, ``WAIT``,
 ``DONE``, ``FAIL``; parsed with ``ast``, nothing evaluated) run against the container's display
-(:mod:`~worldtrace.collectors.os.environment`). An observation is the desktop's accessibility
-tree linearized as OSWorld does (format ``a11y-linear``), the screenshot, and the focused
-window, window list and screen in ``meta`` (:mod:`~worldtrace.collectors.os.render`); the raw
+(:mod:`~worldtrace.collectors.os.environment`). An observation is what a person sees: the
+windows in stacking order (hidden ones said hidden), open popups, the focused widget with its
+caret and selection, then the accessibility tree as OSWorld's rows (format ``a11y-linear``;
+``docs/os.md``), the screenshot, and the focused window, windows and screen in ``meta``
+(:mod:`~worldtrace.collectors.os.render`); the raw
 record keeps the whole tree. Policies: ``script`` (:mod:`~worldtrace.collectors.os.tasks`:
 editing, spreadsheet, file manager and calculator tasks checked in the container), ``explore``
 (:mod:`~worldtrace.collectors.os.explore`) and ``replay`` (re-executes given pyautogui code).

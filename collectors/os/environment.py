@@ -21,7 +21,9 @@ stream (one JSON line each way; the protocol is the driver's docstring):
   driver process (``--observe``) still sees and the episode ends (``truncated``); a container
   removed from outside raises ``SandboxError`` (retried).
 
-Every observation carries ``max_rows`` (the renderer's row cap), ``unchanged`` (whether the
+Every observation carries ``max_rows`` (the renderer's row cap), ``table`` (the rows' table,
+:data:`~worldtrace.collectors.os.render.TABLE`: OSWorld's, so the renderer tells it from the
+older records that name none), ``unchanged`` (whether the
 tree is the one before the step: its digest did not change) and, for a step, ``calls`` with
 each statement's own error and timing.
 """
@@ -37,11 +39,14 @@ from worldtrace.collectors.base import EnvironmentConfig, StepOutcome
 from worldtrace.collectors.driven import DriverEnvironment
 from worldtrace.collectors.os.actions import ActionSyntaxError, action_calls
 from worldtrace.collectors.os.image_definition import DRIVER, HOME, IMAGE_TAG, VERSIONS_JSON
-from worldtrace.collectors.os.render import DEFAULT_MAX_ROWS
+from worldtrace.collectors.os.render import DEFAULT_MAX_ROWS, TABLE
 from worldtrace.collectors.os.tasks import OsTask, tree_has
 from worldtrace.sandboxes.docker import Limits, SandboxError
 from worldtrace.schemas import Action, EnvironmentRef
 from worldtrace.schemas.raw import RawObservation
+
+OBSERVATION_VERSION = "2"
+"""What the observation text holds; recorded in the environment identity (``describe()``)."""
 
 
 def default_limits() -> Limits:
@@ -122,7 +127,12 @@ class OsEnvironment(DriverEnvironment[OsConfig, OsTask]):
         }
         reply = self._request(request, timeout_s=self.config.start_timeout_s)
         self._versions = dict(reply.get("versions") or {})
-        observation = {**reply, "max_rows": self.config.max_rows, "unchanged": False}
+        observation = {
+            **reply,
+            "max_rows": self.config.max_rows,
+            "table": TABLE,
+            "unchanged": False,
+        }
         self._last = observation
         return observation
 
@@ -180,6 +190,7 @@ class OsEnvironment(DriverEnvironment[OsConfig, OsTask]):
             **reply,
             "calls": calls,
             "max_rows": self.config.max_rows,
+            "table": TABLE,
             "unchanged": reply.get("tree_digest") == previous,
         }
 
@@ -288,6 +299,10 @@ class OsEnvironment(DriverEnvironment[OsConfig, OsTask]):
             "image": self.config.image_tag,
             "image_digest": image_id,
             "screen": f"{self.config.width}x{self.config.height}",
+            # What the text shows (issue 23): 2 = window and focus lines and OSWorld's rows;
+            # runs recorded before carry neither field.
+            "observation": OBSERVATION_VERSION,
+            "rows": TABLE,
         }
         return EnvironmentRef(
             name="os/desktop",

@@ -11,7 +11,8 @@ acts on it at the centre of its extents:
 - a button, menu, menu item, tab, icon, list or tree item, check box: a click (an icon or a
   list item sometimes a double click, which opens it);
 - editable text: a click, then a word typed (:data:`WORDS`), sometimes followed by Enter;
-- a table cell: a click, then a number or a word typed and Enter.
+- a table cell: a click, then a number or a word typed and Enter;
+- a terminal (lxterminal's screen): a click, then a short command (:data:`COMMANDS`) and Enter.
 
 The launcher dock's buttons are push buttons, so it opens applications from there too; while
 no application but the dock is running, it always clicks a launcher button. Now and then
@@ -53,9 +54,12 @@ ROLE_ACTIONS = {
     "table cell": "cell",
     "text": "type",
     "entry": "type",
+    "terminal": "command",
 }
 """How each role is used (see the module docstring)."""
 WORDS = ("hello", "report", "42", "budget", "Monday", "notes 2", "3.5", "x")
+COMMANDS = ("ls", "pwd", "echo hello", "cat Documents/todo.txt", "ls -a Pictures", "whoami")
+"""Commands typed into a terminal (each followed by Enter), harmless and quick."""
 NAVIGATION_KEYS = ("escape", "tab", "down", "up", "left", "right", "enter")
 AVOIDED_NAMES = ("quit", "close", "exit", "log out")
 LAUNCHER_APP = "launcher"
@@ -98,7 +102,7 @@ class OsExplorePolicy(Policy[OsTask]):
 
     kind = "explore"
     name = "os-explore"
-    version = "1"
+    version = "2"  # 2: types commands into a terminal (lxterminal)
 
     def __init__(self, key_share: float = 0.1, max_steps: int | None = None) -> None:
         if not 0 <= key_share <= 1:
@@ -140,6 +144,8 @@ class OsExplorePolicy(Policy[OsTask]):
             if self._rng.random() < 0.3:
                 typed.append(press("enter"))
             return script(*typed)
+        if how == "command":
+            return script(click(x, y), write(self._rng.choice(COMMANDS) + "\n"))
         if how == "cell":
             return script(click(x, y), write(self._rng.choice(WORDS)), press("enter"))
         return click(x, y)

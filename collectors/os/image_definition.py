@@ -1,7 +1,8 @@
 """The desktop (os) domain's sandbox image: the X11 session, the applications, the driver.
 
 ``image/Dockerfile`` installs Xvfb, openbox, the AT-SPI bus, mousepad, gnumeric, pcmanfm,
-galculator and xterm from Debian and pyautogui (hash-pinned) into ``/opt/desktop-venv``; it
+galculator and lxterminal (a VTE terminal whose screen AT-SPI reads) from Debian and pyautogui
+(hash-pinned) into ``/opt/desktop-venv``; it
 seeds ``/home/user`` from ``image/seed/`` and writes ``/opt/worldtrace/versions.json``.
 ``image/desktop_driver.py`` is the in-container driver whose docstring is the protocol the
 environment speaks; ``image/launcher.py`` is the dock the session starts with.

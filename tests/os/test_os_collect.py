@@ -37,11 +37,15 @@ def test_collect_os_scripts_then_curate_publish_load_and_export(
     assert len(rows) == sum(len(task.steps) for task in tasks)
     for row in rows:
         assert row.observation.format == row.next_observation.format == "a11y-linear"
-        assert row.next_observation.text.startswith("tag\tname\ttext\tposition (top-left x&y)")
+        # The windows and the focus, then OSWorld's table (issue 23).
+        assert row.next_observation.text.startswith("[window 1] ")
+        assert "\n[focus] " in row.next_observation.text
+        assert "\ntag\tname\ttext\tclass\tdescription\tposition" in row.next_observation.text
         assert row.next_observation.screenshot and row.next_observation.screenshot[:4] == b"\x89PNG"
         assert row.next_observation.meta["focused"]["app"] == "mousepad"
         assert row.action.text.startswith("pyautogui.")
         assert row.env.name == "os/desktop" and row.env.components["mousepad"]
+        assert row.env.components["observation"] == "2"
         assert row.action_error is None
     saves = [row for row in rows if row.action.text == "pyautogui.hotkey('ctrl', 's')"]
     assert len(saves) == 2

@@ -135,7 +135,7 @@ def test_a_killed_driver_ends_the_episode_with_a_last_look(os_env: OsEnvironment
     assert after.observation["sandbox_lost"] is True
     rendered = RENDER.observation(after.observation)
     assert rendered.meta["sandbox_lost"] is True
-    assert rendered.text.startswith("tag\tname\ttext")
+    assert "\ntag\tname\ttext\tclass\tdescription\t" in rendered.text
     # The session outlived its driver: a second driver process (--observe) read the desktop.
     assert after.observation["state_stale"] is False
     assert find(after.observation["tree"], "frame", "~/Documents/todo.txt - Mousepad")

@@ -13,19 +13,24 @@ An *observation* (the reply to start, act and observe) is:
   {"tree": <root node> | null, "nodes": int, "truncated": bool, "tree_error": str | null,
    "screenshot_png": base64 str | null, "screen": {"width", "height"},
    "focused": {"app": str | null, "window": str | null},
-   "windows": [{"app", "title", "x", "y", "width", "height", "active": bool}],
+   "windows": [{"app", "title", "x", "y", "width", "height", "active": bool, "stack": int,
+                "shown": float}], "popups": [{"app", "x", "y", "width", "height"}],
    "exited": [{"app", "pid"}], "tree_digest": sha256 hex, "timing": {"tree_s", "screenshot_s",
-   ...}}
+   "rereads", ...}}
 A node is {"role", "name", "text", "description", "states", "attributes", "x", "y", "width",
 "height", "app", "children"}: "role" the AT-SPI role name ("push button", "text", "table
 cell", ...), "name" and "description" strings, "text" the Text interface's content (its first
-TEXT_LIMIT = 4000 characters; null for a node without the interface), "states" the AT-SPI
+TEXT_LIMIT = 100000 characters; null for a node without the interface; "text_length" is the
+whole content's length, so a reader can tell and mark a cut), "caret" (the caret's character
+offset) and "selections" ([[start, end], ...], character offsets) for a node with the Text
+interface that is focused or editable (absent otherwise), "states" the AT-SPI
 state names in the order of the state enumeration ("enabled", "showing", ...), "attributes"
 the object attributes {name: value}, "x"/"y"/"width"/"height" its extents in screen
 coordinates (null without the Component interface), "app" the name of its application,
 "children" its children in index order. A property the application fails to give is null
 (a list or {} for states and attributes). The root is the desktop (role "desktop frame", the
-screen's extents, app null); its children are the applications in the registry's order.
+screen's extents, app null); its children are the applications ordered by name, then by pid
+(the registry's order depends on which application registered first: not the same every run).
 Nodes are visited depth first; past ``max_nodes`` nodes (the root included) no node is
 visited and "truncated" is true; "nodes" counts the nodes in "tree". An application whose
 walk takes longer than APP_TIME_LIMIT_S = 5 s keeps the nodes visited so far; one that does
@@ -37,13 +42,22 @@ an empty registry means the AT-SPI bus was lost: the applications stay on the de
 "exited" names the applications of this driver's previous observation whose process has ended
 since (crashed, killed or closed), in pid order; [] in the first observation.
 "tree_digest" is the sha256 of ``json.dumps(tree, sort_keys=True, separators=(",", ":"),
-ensure_ascii=False)`` encoded as UTF-8 (the tree null: of "null"). The screenshot is the whole
+ensure_ascii=False)`` encoded as UTF-8 (the tree null: of "null"). The tree, the windows and the
+screenshot are of one moment: when the screen changed while they were read, the desktop is let
+settle (the defaults below) and they are read again, at most OBSERVE_REREADS = 2 times
+("timing"'s "rereads"). The screenshot is the whole
 virtual screen as PNG. "windows" are the window manager's managed windows
 (_NET_CLIENT_LIST, in mapping order; the launcher dock among them): "app" is the AT-SPI
 application of the window's process (_NET_WM_PID), else the window's WM_CLASS instance;
 "title" its _NET_WM_NAME (else WM_NAME); x/y/width/height its client area in screen
-coordinates; "active" whether it is _NET_ACTIVE_WINDOW. "focused" is the active window's app
-and title (null when no window is active).
+coordinates; "active" whether it is _NET_ACTIVE_WINDOW; "stack" its place in the window
+manager's stacking order, 0 the topmost (_NET_CLIENT_LIST_STACKING); "shown" the share of its
+client area on the screen that no window above it covers and that is mapped and not minimized
+(0.0: hidden, behind others or minimized; 1.0: wholly in view), to two decimals. "focused"
+is the active window's app and title (null when no window is active). "popups" are the mapped
+override-redirect windows at least POPUP_MIN_SIZE = 4 pixels wide and high (open menus,
+drop-down lists, tooltips: the window manager does not manage them), topmost first: "app" from
+_NET_WM_PID when the window has one (else null), x/y/width/height on the screen.
 
 Requests and replies:
   {"id", "op": "start", "width" (default 1280), "height" (default 800), "launch": [[argv]...],
@@ -53,9 +67,9 @@ Requests and replies:
       (at-spi-bus-launcher), openbox (config/openbox-rc.xml: normal windows open maximized;
       nothing is launched before it answers a _NET_REQUEST_FRAME_EXTENTS) and the launcher
       dock (launcher.py: buttons Text Editor, Spreadsheet, File Manager, Calculator,
-      Terminal), then each ``launch`` argv in /home/user with GTK accessibility on
+      Terminal: lxterminal), then each ``launch`` argv in /home/user with GTK accessibility on
       (GTK_MODULES=gail:atk-bridge). Waits until each launched process (or a child of it) has
-      a window openbox manages and, unless it has no AT-SPI (xterm), a showing frame in the
+      a window openbox manages and, unless it has no AT-SPI (e.g. xterm), a showing frame in the
       AT-SPI tree, and until one of the launched programs' windows is the active one (the
       first keys of a task go to it: a frame shows before openbox maps and focuses it); at
       most LAUNCH_TIMEOUT_S = 20 s in all, then lets the desktop settle (the defaults below)
@@ -129,13 +143,19 @@ DEFAULT_MAX_NODES = 5000
 DEFAULT_QUIET_S = 0.3
 DEFAULT_SETTLE_CAP_S = 3.0
 MAX_SETTLE_CAP_S = 60.0
-TEXT_LIMIT = 4000
+TEXT_LIMIT = 100_000
 APP_TIME_LIMIT_S = 5.0
 CALL_TIMEOUT_MS = 1000
 STARTUP_TIMEOUT_MS = 3000
 LAUNCH_TIMEOUT_S = 20.0
 SESSION_START_TIMEOUT_S = 15.0
 POLL_S = 0.02
+POPUP_MIN_SIZE = 4
+"""Smaller override-redirect windows are helpers (GTK's 1x1 ones), not something shown."""
+OBSERVE_REREADS = 2
+"""Times an observation is read again when the screen changed while it was read."""
+SHOWN_CELL = 8
+"""Grid cell (pixels) on which a window's uncovered share is counted."""
 NO_ACCESSIBILITY_GRACE_S = 0.5
 """How long a launched program with a window but no AT-SPI application is given to register."""
 
@@ -446,6 +466,9 @@ class Desktop:
                 "_NET_WM_PID",
                 "_NET_REQUEST_FRAME_EXTENTS",
                 "_NET_FRAME_EXTENTS",
+                "_NET_CLIENT_LIST_STACKING",
+                "_NET_WM_STATE",
+                "_NET_WM_STATE_HIDDEN",
                 "UTF8_STRING",
                 "AT_SPI_BUS",
             )
@@ -501,6 +524,12 @@ class Desktop:
         """How many AT-SPI events and screen changes arrived since the last call."""
         while self.context.pending():
             self.context.iteration(False)
+        changes = self.screen_changes()
+        count, self.events = self.events + changes, 0
+        return count
+
+    def screen_changes(self) -> int:
+        """How many screen changes (XDamage reports) arrived since the last look."""
         changes = 0
         for _ in range(self.xdisplay.pending_events()):
             self.xdisplay.next_event()
@@ -508,8 +537,7 @@ class Desktop:
         if changes and self.damage is not None:
             self.xdisplay.damage_subtract(self.damage)
             self.xdisplay.flush()
-        count, self.events = self.events + changes, 0
-        return count
+        return changes
 
     def settle(self, quiet_s: float, cap_s: float, before: set[int] | None = None) -> float:
         """Wait until nothing happened for ``quiet_s`` (at most ``cap_s``); the time waited.
@@ -610,6 +638,7 @@ class Desktop:
         from Xlib import error as xerror
 
         active = self.active_window()
+        stacking = self.stacking()
         listed = []
         focused: dict[str, Any] = {"app": None, "window": None}
         for window in self.client_windows():
@@ -619,6 +648,8 @@ class Desktop:
                 title = self.window_title(window)
                 geometry = window.get_geometry()
                 origin = self.root.translate_coords(window, 0, 0)
+                viewable = window.get_attributes().map_state == self.X.IsViewable
+                hidden = self.minimized(window)
             except (xerror.XError, AttributeError):
                 continue  # the window went away while we looked
             app = app_of_pid.get(pid) if pid is not None else None
@@ -632,11 +663,97 @@ class Desktop:
                 "width": geometry.width,
                 "height": geometry.height,
                 "active": window.id == active,
+                "stack": stacking.index(window.id) if window.id in stacking else len(stacking),
+                "shown": 0.0 if hidden or not viewable else None,
             }
             listed.append(entry)
             if entry["active"]:
                 focused = {"app": app, "window": title}
+        self.shown_shares(listed)
         return listed, focused
+
+    def popups(self, app_of_pid: dict[int, str]) -> list[dict[str, Any]]:
+        """Mapped override-redirect windows (open menus, drop-downs, tooltips), topmost first.
+
+        The window manager does not manage them, so they are not in "windows"; a GTK 2 menu's
+        items never say they are showing in AT-SPI, so this is how an open one is seen.
+        """
+        from Xlib import error as xerror
+
+        found = []
+        try:
+            children = self.root.query_tree().children
+        except xerror.XError:
+            return []
+        for window in reversed(children):  # query_tree lists bottom first
+            try:
+                attributes = window.get_attributes()
+                if not attributes.override_redirect or attributes.map_state != self.X.IsViewable:
+                    continue
+                geometry = window.get_geometry()
+                pid = self.window_pid(window)
+            except (xerror.XError, AttributeError):
+                continue
+            if geometry.width < POPUP_MIN_SIZE or geometry.height < POPUP_MIN_SIZE:
+                continue
+            found.append(
+                {
+                    "app": app_of_pid.get(pid) if pid is not None else None,
+                    "x": geometry.x,
+                    "y": geometry.y,
+                    "width": geometry.width,
+                    "height": geometry.height,
+                }
+            )
+        return found
+
+    def stacking(self) -> list[int]:
+        """The managed windows' ids, topmost first (_NET_CLIENT_LIST_STACKING is bottom first)."""
+        prop = self.root.get_full_property(
+            self.atoms["_NET_CLIENT_LIST_STACKING"], self.Xatom.WINDOW
+        )
+        return [int(wid) for wid in reversed(prop.value)] if prop is not None else []
+
+    def minimized(self, window: Any) -> bool:
+        """Whether the window manager hides the window (_NET_WM_STATE_HIDDEN: minimized)."""
+        prop = window.get_full_property(self.atoms["_NET_WM_STATE"], self.Xatom.ATOM)
+        return prop is not None and self.atoms["_NET_WM_STATE_HIDDEN"] in prop.value
+
+    def shown_shares(self, windows: list[dict[str, Any]]) -> None:
+        """Fill each window's "shown": the share of its area no window above it covers.
+
+        Counted on a grid of SHOWN_CELL-pixel cells (exact enough to tell a window in view, in
+        part or hidden; a cell counts for the window on top at its centre).
+        """
+        cell = SHOWN_CELL
+        columns, rows = -(-self.width // cell), -(-self.height // cell)
+        covered = bytearray(columns * rows)  # 1 where a window above has been painted
+        for entry in sorted(windows, key=lambda window: window["stack"]):
+            if entry["shown"] is not None:  # unmapped or minimized: covers nothing
+                continue
+            left, top = max(entry["x"], 0), max(entry["y"], 0)
+            right = min(entry["x"] + entry["width"], self.width)
+            bottom = min(entry["y"] + entry["height"], self.height)
+            area = entry["width"] * entry["height"]
+            visible = 0
+            if right > left and bottom > top and area > 0:
+                for row in range(top // cell, -(-bottom // cell)):
+                    centre_y = row * cell + cell // 2
+                    if not top <= centre_y < bottom:
+                        continue
+                    for column in range(left // cell, -(-right // cell)):
+                        centre_x = column * cell + cell // 2
+                        if not left <= centre_x < right:
+                            continue
+                        index = row * columns + column
+                        if not covered[index]:
+                            covered[index] = 1
+                            visible += 1
+            # Every cell whose centre lies in the window, on the screen or off it.
+            cells = centres(entry["x"], entry["width"], cell) * centres(
+                entry["y"], entry["height"], cell
+            )
+            entry["shown"] = round(visible / cells, 2) if cells else 0.0
 
     def screenshot(self) -> str:
         """The whole screen as base64 PNG."""
@@ -763,6 +880,8 @@ class Desktop:
         if not applications:
             raise TreeUnavailable("no application is registered on the AT-SPI bus")
         app_of_pid = {pid: name for _, name, pid in applications if pid is not None}
+        # The same order on every run (see the module docstring).
+        applications.sort(key=lambda found: (found[1], found[2] if found[2] is not None else -1))
         for app, name, pid in applications:
             if walk.count >= max_nodes:
                 walk.truncated = True
@@ -775,7 +894,26 @@ class Desktop:
         return root, walk.count, walk.truncated, "; ".join(problems) or None, app_of_pid
 
     def observe(self, max_nodes: int) -> dict[str, Any]:
-        """One observation of the desktop as it is now."""
+        """One observation of the desktop as it is now: tree, windows and pixels of one moment.
+
+        The screen changing while they were read (a menu that opened late, an application
+        still drawing) would pair a tree with a screenshot of another moment: then the desktop
+        is let settle and everything read again, at most OBSERVE_REREADS times.
+        """
+        seen_apps = self.seen_apps
+        rereads = 0
+        while True:
+            self.seen_apps = seen_apps
+            observation = self.read(max_nodes)
+            if rereads >= OBSERVE_REREADS or not self.screen_changes():
+                break
+            rereads += 1
+            self.settle(DEFAULT_QUIET_S, DEFAULT_SETTLE_CAP_S)
+        observation["timing"]["rereads"] = rereads
+        return observation
+
+    def read(self, max_nodes: int) -> dict[str, Any]:
+        """Read the tree, the windows and the screenshot once."""
         self.activity()  # apply pending events to libatspi's cache first
         started = time.monotonic()
         tree: dict[str, Any] | None
@@ -793,6 +931,7 @@ class Desktop:
         ]
         self.seen_apps = app_of_pid
         windows, focused = self.windows(app_of_pid)
+        popups = self.popups(app_of_pid)
         started = time.monotonic()
         screenshot = self.screenshot()
         screenshot_s = time.monotonic() - started
@@ -805,10 +944,19 @@ class Desktop:
             "screen": {"width": self.width, "height": self.height},
             "focused": focused,
             "windows": windows,
+            "popups": popups,
             "exited": exited,
             "tree_digest": tree_digest(tree),
             "timing": {"tree_s": round(tree_s, 6), "screenshot_s": round(screenshot_s, 6)},
         }
+
+
+def centres(start: int, length: int, cell: int) -> int:
+    """How many grid cells have their centre in [start, start + length)."""
+    if length <= 0:
+        return 0
+    half = cell // 2
+    return -(-(start + length - half) // cell) - -(-(start - half) // cell)
 
 
 def process_name(pid: int) -> str:
@@ -915,17 +1063,29 @@ class TreeWalk:
             )
         attributes = self.call(accessible.get_attributes) or {}
         text = None
+        length = None
+        caret: int | None = None
+        selections: list[list[int]] | None = None
         text_iface = self.call(accessible.get_text_iface)
         if text_iface is not None:
             length = self.call(text_iface.get_character_count) or 0
             text = self.call(text_iface.get_text, 0, min(length, TEXT_LIMIT)) if length else ""
+            if "focused" in states or "editable" in states:
+                # What a person sees of an editor besides its text: where the caret is and
+                # what is selected (typing replaces the selection).
+                caret = self.call(text_iface.get_caret_offset)
+                selections = []
+                for index in range(self.call(text_iface.get_n_selections) or 0):
+                    span = self.call(text_iface.get_selection, index)
+                    if span is not None and span.end_offset > span.start_offset:
+                        selections.append([span.start_offset, span.end_offset])
         x = y = width = height = None
         component = self.call(accessible.get_component_iface)
         if component is not None:
             extents = self.call(component.get_extents, Atspi.CoordType.SCREEN)
             if extents is not None:
                 x, y, width, height = extents.x, extents.y, extents.width, extents.height
-        return {
+        node: dict[str, Any] = {
             "role": self.call(accessible.get_role_name),
             "name": name,
             "text": text,
@@ -939,6 +1099,12 @@ class TreeWalk:
             "app": self.app_name,
             "children": [],
         }
+        if length is not None:
+            node["text_length"] = length
+        if selections is not None:
+            node["caret"] = caret
+            node["selections"] = selections
+        return node
 
 
 # --- acting ---------------------------------------------------------------------------------------

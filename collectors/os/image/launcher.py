@@ -28,7 +28,7 @@ APPLICATIONS = (
     ("Spreadsheet", ["gnumeric"]),
     ("File Manager", ["pcmanfm", os.path.expanduser("~")]),
     ("Calculator", ["galculator"]),
-    ("Terminal", ["xterm"]),
+    ("Terminal", ["lxterminal", "--no-remote"]),
 )
 """(button label, argv) in the order the dock shows them."""
 
