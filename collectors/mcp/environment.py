@@ -152,7 +152,11 @@ class McpEnvironment(DriverEnvironment[McpConfig, Any]):
         ``setup`` commands (run as root before the server starts) fail, ``TaskSetupError``.
         """
         self.close()
-        site = start_site(site_definition(self.config.site)) if self._needs_site else None
+        site = (
+            start_site(site_definition(self.config.site), clock_start=self.config.clock_start)
+            if self._needs_site
+            else None
+        )
         network = "none" if site is None else f"container:{site.sandbox.container.id}"
         try:
             self._start_sandbox(self.config.image_tag, self.config.limits, network=network)

@@ -3,16 +3,39 @@
 :class:`McpExplorePolicy` calls the episode's server without a task. Each step it picks one of
 the server's tools (tools it has not called yet more often) and makes the tool's arguments:
 
-- **Values from the schema.** Arguments are drawn from the tool's ``inputSchema`` with
+- **Values grounded in the episode** (since policy version 2, issue 23). Arguments are built
+  by walking the tool's ``inputSchema`` (:meth:`McpExplorePolicy._grounded`): required fields
+  always, at most one optional field half the time (a field with no default in a tool that
+  requires nothing, or whose default is a URL outside the sandbox, always); ``enum`` and
+  ``const`` values as listed; booleans either way; numbers the default half the time, else a
+  small number inside the schema's range near the default (never the schema's far ends); arrays
+  of one or two items. A string takes a value by what its field holds (:func:`field_kind`):
+  paths that exist now (a folder for ``list_directory``, ``directory_tree`` and
+  ``search_files``, a file for ``read_*`` and ``edit_file``, by the listings it saw and the
+  latest files snapshot), or a new readable path in an existing folder for a tool that makes
+  one (``write_file``, ``create_directory``, a move's ``destination``); the world's root for a
+  ``repo_path``; existing branches, tags and full commit ids (from the git snapshot and
+  results) for a ref, a new ``feature/<words>`` branch for ``git_create_branch``; values seen
+  under the same JSON key for a name (``entityName`` from the ``name`` of entities read,
+  ``entityType``, ``relationType``); zones, URLs on the examples' hosts (and the pages' own
+  relative links), SQL (the examples, or ``SELECT`` on a table of the snapshot) and globs from
+  what it knows; for ``oldText`` a line of the file as it last read or wrote it (edit tools
+  wait until some file's text is known); free text from lines seen or a sentence of
+  :data:`VOCABULARY`. Values quoted in a field's description (``'local'``, ``'remote'``,
+  ``'all'``) are used as an enum. New names are words of :data:`VOCABULARY` and of names the
+  world showed (``summary-notes.md``), never random characters. A tool whose valid call just
+  failed is chosen less often until the world changes. A schema with keywords this walk does
+  not handle (:data:`GROUNDED_SCHEMA_KEYS`: ``$ref``, ``pattern``, ``allOf`` …) falls back to
+  Hypothesis, below.
+- **Values from the schema, as a fallback.** Arguments of such schemas are drawn with
   hypothesis-jsonschema. Objects with plain ``properties`` are built as
   ``fixed_dictionaries`` (required keys always, optional keys sometimes, no keys the schema does
   not name) and arrays as ``lists`` of at most three items; every other schema, and every leaf,
-  goes to ``hypothesis_jsonschema.from_schema``. Letting ``from_schema`` build whole objects
-  costs 10-30 ms a value (it re-canonicalises sub-schemas while drawing); this way a value
-  costs about 1 ms. Strategies are cached per schema for the life of the process.
-- **Values it has seen.** A string field whose name says what it holds (see
-  :func:`field_kind`: a root folder like ``repo_path``, a path, a glob pattern, a URL, SQL, a
-  time zone, a time of day, or a name, id, branch, revision …) takes, most of the time
+  goes to ``hypothesis_jsonschema.from_schema``. Strategies are cached per schema for the life
+  of the process.
+- **Values it has seen** (for Hypothesis's values). A string field whose name says what it
+  holds (see :func:`field_kind`: a root folder like ``repo_path``, a path, a glob pattern, a
+  URL, SQL, a time zone, a time of day, or a name, id, branch, revision …) takes, most of the time
   (``reuse_share``), a value of that shape the episode knows: quoted examples in the field's
   description (``e.g., 'Europe/London'``), the manifest's ``examples`` from the first
   observation, values seen in earlier results, or values the last successful call brought
@@ -24,7 +47,8 @@ the server's tools (tools it has not called yet more often) and makes the tool's
   ``structuredContent``, and the path and name arguments of the call itself. Whole lines of
   words go only to free-text fields (``content``, ``message``, ``oldText`` …), which take a
   seen line now and then.
-- **Invalid calls.** A share ``invalid_share`` of the calls is deliberately wrong, of one of
+- **Invalid calls.** A share ``invalid_share`` (default 0.1) of the calls is deliberately
+  wrong, of one of
   :data:`INVALID_KINDS`: a field of the wrong type, a required field missing (both fail
   :func:`~worldtrace.collectors.tool_calls.schema_problems`), a seen path or name altered so
   that it names nothing the episode has seen or the state snapshot holds, or a tool name the
@@ -34,8 +58,9 @@ Tools that cannot work unattended are never called (:data:`UNATTENDED_TOOLS`, to
 ``execution.taskSupport`` is ``required``), nor those in ``skip_tools``.
 
 **Reproducibility.** The choices (tool, seen value, invalid kind) come from a
-``random.Random(seed)``; the episode's knowledge lives in insertion-ordered dicts, never in
-sets of strings (whose order changes between processes). Schema values come from Hypothesis
+``random.Random(seed)``, and so do grounded values; the episode's knowledge lives in
+insertion-ordered dicts, never in sets of strings (whose order changes between processes).
+Fallback values come from Hypothesis
 runs through its public API: ``@given(strategy)`` with ``@seed(n)``,
 ``settings(database=None, phases=[Phase.generate], max_examples=k, deadline=None)`` and every
 health check off, so nothing depends on the clock, an example database or earlier runs. Each
@@ -54,19 +79,23 @@ it at ``$XDG_CACHE_HOME/worldtrace/hypothesis`` (``~/.cache/...``), so a collect
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import json
 import logging
+import math
 import os
 import posixpath
 import random
 import re
 import threading
+import zoneinfo
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib.metadata import version as installed_version
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 from hypothesis.configuration import set_hypothesis_home_dir
 
@@ -461,6 +490,184 @@ def draw_values(strategy: st.SearchStrategy[Any], seed: int, count: int) -> list
     return found
 
 
+# --- grounded values: what the environment showed, the schema's enums, defaults and ranges ---
+
+VOCABULARY: tuple[str, ...] = (
+    "notes",
+    "draft",
+    "summary",
+    "report",
+    "archive",
+    "ideas",
+    "plan",
+    "review",
+    "backup",
+    "outline",
+    "checklist",
+    "agenda",
+    "budget",
+    "release",
+    "changes",
+    "status",
+    "sample",
+    "example",
+    "overview",
+    "guide",
+    "index",
+    "history",
+    "tasks",
+    "minutes",
+    "feedback",
+    "design",
+    "metrics",
+    "results",
+    "schedule",
+    "update",
+    "cleanup",
+    "refactor",
+    "docs",
+    "tests",
+    "config",
+    "data",
+    "weekly",
+    "monthly",
+    "final",
+    "old",
+    "new",
+    "extra",
+    "local",
+    "shared",
+    "first",
+    "second",
+    "quick",
+    "small",
+    "main",
+    "team",
+    "project",
+    "client",
+)
+"""Plain English words the policy makes new names and text from (a file it creates is
+``summary-notes.md``, a branch ``feature/weekly-report``, never random characters)."""
+
+_SENTENCE_VERBS = ("Add", "Update", "Check", "Review", "Move", "Write", "Keep", "Fix", "Note")
+
+GROUNDED_SCHEMA_KEYS = frozenset(
+    (
+        "$schema",
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "items",
+        "minItems",
+        "maxItems",
+        "enum",
+        "const",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "minLength",
+        "maxLength",
+        "format",
+        "anyOf",
+        "oneOf",
+    )
+)
+"""Schema keywords the grounded generator understands; a schema with any other keyword (a
+``$ref``, a ``pattern``, ``allOf`` ...) is drawn with hypothesis-jsonschema instead."""
+
+
+class _Unsupported(Exception):
+    """A schema the grounded generator does not handle (Hypothesis draws it instead)."""
+
+
+class _Exhausted(Exception):
+    """No more lines of the file to quote: an array of edits stops here."""
+
+
+# Tool-name words that say what a path argument must be.
+_DIR_TOOL_WORDS = frozenset(
+    ("directory", "dir", "folder", "tree", "search", "list", "find", "mkdir")
+)
+_FILE_TOOL_WORDS = frozenset(("file", "files", "read", "write", "edit", "media", "text"))
+# Tools that make the thing their path or name argument names (a file, a folder, a branch).
+_MAKING_VERBS = frozenset(("create", "write", "make", "new", "mkdir", "save", "put", "upload"))
+# Field words of a git-like reference (a branch, a tag, a commit).
+_REF_WORDS = frozenset(("branch", "revision", "target", "ref", "tag", "commit", "sha", "contains"))
+# Free-text fields that must quote text already in the file (an edit's ``oldText``).
+_OLD_TEXT = re.compile(r"^(?:old|search|find|original)(?:$|[_A-Z-]|text|str)", re.I)
+# Numbers: fields whose name says they count lines, items or characters stay small.
+_DATA_URI_HINT = re.compile(r"\bdata\s*URI", re.I)
+# Relative links in markdown and HTML results, joined to the page they came from.
+_RELATIVE_LINK = re.compile(r"\]\((/[^)\s]*)\)|href=\"(/[^\"\s]*)\"")
+
+
+def _new_word(rng: random.Random, extra: Sequence[str] = ()) -> str:
+    """A word of the vocabulary, or one of ``extra`` (words of names the episode saw)."""
+    pool = [*VOCABULARY, *extra]
+    return rng.choice(pool)
+
+
+def _readable_name(rng: random.Random, extra: Sequence[str] = (), joiner: str = "-") -> str:
+    """One or two readable words: ``weekly-report``."""
+    words = [_new_word(rng, extra)]
+    if rng.random() < 0.6:
+        second = _new_word(rng)
+        if second != words[0]:
+            words.append(second)
+    return joiner.join(words)
+
+
+def _sentence(rng: random.Random) -> str:
+    """A short readable sentence, such as ``Review the weekly budget notes.``."""
+    words = [rng.choice(VOCABULARY) for _ in range(rng.randint(2, 5))]
+    return f"{rng.choice(_SENTENCE_VERBS)} the {' '.join(words)}."
+
+
+def _plain_words(value: str) -> list[str]:
+    """Lower-case ASCII words of a name (``2024-03-brest.csv`` gives ``brest``, ``csv``)."""
+    return [w for w in re.findall(r"[a-z]{3,12}", value.lower())]
+
+
+_OPTIONAL_SHARE = 0.5
+"""How often a call gives one of the tool's optional fields (never more than one)."""
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+@functools.lru_cache(maxsize=1)
+def _zones() -> frozenset[str]:
+    return frozenset(zoneinfo.available_timezones())
+
+
+def _real_zone(name: str) -> bool:
+    """Whether ``name`` is an IANA time zone (any name, where no zone database is installed)."""
+    return name in _zones() or not _zones()
+
+
+def _under(path: str, root: str) -> bool:
+    """Whether an absolute ``path`` is ``root`` or inside it."""
+    path, root = posixpath.normpath(path), posixpath.normpath(root)
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _needs_old_text(schema: Any) -> bool:
+    """Whether a tool's schema has a field that must quote existing text (``oldText``)."""
+    if isinstance(schema, Mapping):
+        properties = _mapping(schema.get("properties"))
+        if any(_OLD_TEXT.match(name) for name in properties):
+            return True
+        return any(_needs_old_text(sub) for sub in (*properties.values(), schema.get("items")))
+    return False
+
+
 # --- the policy ------------------------------------------------------------------------------
 
 
@@ -477,16 +684,17 @@ def _succeeded(observation: RawObservation) -> bool:
 class McpExplorePolicy(Policy[Any]):
     """Explores an MCP server from its tool schemas and what it answered; see the module doc.
 
-    ``steps``: calls per episode (``act`` returns None after them). ``invalid_share``: the
-    chance (0..1) that a call is deliberately invalid. ``skip_tools``: tool names never called.
-    ``skip_unattended``: also skip :data:`UNATTENDED_TOOLS` and task-only tools (default on).
-    ``reuse_share``: the chance (0..1) that a path, URL, SQL or name field takes a value seen
-    before, when there is one.
+    ``steps``: calls per episode (default 20; ``act`` returns None after them).
+    ``invalid_share``: the chance (0..1, default 0.1) that a call is deliberately invalid.
+    ``skip_tools``: tool names never called. ``skip_unattended``: also skip
+    :data:`UNATTENDED_TOOLS` and task-only tools (default on). ``reuse_share``: the chance
+    (0..1, default 0.8) that a name field takes a value seen before rather than a new readable
+    one (and, for Hypothesis's values, that a path, URL, SQL or name field takes a seen value).
     """
 
     kind = "explore"
     name = "mcp-explore"
-    version = "1"
+    version = "2"
 
     PARAMS = ("steps", "invalid_share", "skip_tools", "skip_unattended", "reuse_share")
     """The parameters a config's ``policy.params`` may give."""
@@ -554,6 +762,25 @@ class McpExplorePolicy(Policy[Any]):
         self._kinds: list[str] = []
         self._unusable: dict[str, str] = {}
         self._skipped: dict[str, str] = {}
+        # What the latest state snapshot says exists (it checks and types seen paths and
+        # names; it is not a source of names by itself: those come from results and examples).
+        self._root: str | None = None
+        self._files_state: dict[str, str] | None = None  # absolute path -> "dir" or "file"
+        self._types: dict[str, str] = {}  # path -> "dir"/"file", as listings said
+        self._refs: dict[str, None] = {}  # git branches and tags
+        self._branches: dict[str, None] = {}
+        self._tags: dict[str, None] = {}
+        self._commits: dict[str, None] = {}  # commit ids seen (HEAD, results)
+        self._tables: list[str] = []  # tables of a database snapshot
+        self._entities: dict[str, None] | None = None  # entities of a memory snapshot, now
+        self._keyed: dict[str, dict[str, None]] = {}  # JSON key (lower case) -> values seen
+        self._contents: dict[str, list[str]] = {}  # path -> lines read or written
+        self._content_hash: dict[str, str | None] = {}  # path -> its hash when read
+        self._failed: dict[str, None] = {}  # tools whose valid call failed, state unchanged
+        self._call_path: str | None = None
+        self._call_quoted: dict[str, None] = {}  # lines an edit of this call quotes
+        self._call_needs_content = False
+        self._page: str | None = None  # the URL a result came from (for its relative links)
 
     def call_kinds(self) -> tuple[str, ...]:
         """The kind of each call of this episode so far: ``valid`` or one of INVALID_KINDS."""
@@ -567,9 +794,12 @@ class McpExplorePolicy(Policy[Any]):
         """Return the next tool call, or None after ``steps`` calls."""
         if "tools" in observation:
             self._learn_session(observation)
+        # The state first: a file read is remembered with the hash it had then.
+        self._learn_state(observation.get("state"))
+        if observation.get("state_diff"):
+            self._failed = {}  # the world changed: a call that failed may work now
         if self._last is not None:
             self._learn_call(self._last, observation, valid=self._kinds[-1] == "valid")
-        self._learn_state(observation.get("state"))
         if self._taken >= self.steps:
             return None
         if not self._server_tools:
@@ -628,6 +858,7 @@ class McpExplorePolicy(Policy[Any]):
                     walk(item)
 
         walk(state)
+        self._learn_world(state)
         root = state.get("root")
         if isinstance(root, str):
             # A files snapshot names paths relative to its root; calls name them absolutely.
@@ -637,6 +868,34 @@ class McpExplorePolicy(Policy[Any]):
                         strings[posixpath.join(root, str(key))] = None
         self._state_strings = strings
 
+    def _learn_world(self, state: Mapping[str, Any]) -> None:
+        """What exists now, by the snapshot: files and folders, refs, entities, tables."""
+        root = state.get("root")
+        self._root = root if isinstance(root, str) else self._root
+        files = state.get("files")
+        if state.get("kind") == "files" and isinstance(files, Mapping) and self._root:
+            self._files_state = {
+                posixpath.join(self._root, str(path)): "dir" if kind == "dir" else "file"
+                for path, kind in files.items()
+            }
+        if state.get("kind") == "git":
+            branches = state.get("branches")
+            tags = state.get("tags")
+            self._branches = dict.fromkeys(branches) if isinstance(branches, Mapping) else {}
+            self._tags = dict.fromkeys(tags) if isinstance(tags, Mapping) else {}
+            self._refs = {**self._branches, **self._tags}
+            if isinstance(state.get("head"), str):
+                self._commits.setdefault(state["head"], None)
+        names = state.get("entity_names")
+        if isinstance(names, Mapping):
+            self._entities = {str(name): None for name in names}
+            for name, kind in names.items():
+                self._keyed.setdefault("name", {}).setdefault(str(name), None)
+                self._keyed.setdefault("entitytype", {}).setdefault(str(kind), None)
+        tables = state.get("tables")
+        if isinstance(tables, Mapping):
+            self._tables = [str(t).removeprefix("public.") for t in tables]
+
     def _learn_call(self, action: Action, observation: RawObservation, valid: bool) -> None:
         """Learn from a call that succeeded: its path and name arguments and its result.
 
@@ -644,8 +903,14 @@ class McpExplorePolicy(Policy[Any]):
         them (a lenient server, a search for an altered name): they name nothing real.
         """
         if not _succeeded(observation):
+            if valid:
+                self._failed[action.name] = None
             return  # an error message repeats what was wrong; nothing in it exists
         self._fresh = {}
+        if valid:
+            self._learn_content(action, observation)
+        page = action.arguments.get("url") if valid else None
+        self._page = page if isinstance(page, str) else None
         properties = self._properties(action.name)
         folder = None
         for field, value in action.arguments.items() if valid else ():
@@ -684,6 +949,7 @@ class McpExplorePolicy(Policy[Any]):
             except ValueError:
                 value = None
             if value is not None:
+                self._learn_keys(value)
                 if folder:
                     self._learn_tree(value, folder)
                 for item in _strings(value):
@@ -694,6 +960,43 @@ class McpExplorePolicy(Policy[Any]):
                 return
         self._learn_lines(text, folder)
 
+    def _learn_keys(self, value: Any) -> None:
+        """Short strings of JSON objects by their key: ``{"entityType": "person"}``."""
+        if isinstance(value, list):
+            for item in value:
+                self._learn_keys(item)
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                items = item if isinstance(item, list) else [item]
+                for text in items:
+                    if isinstance(text, str) and text and "\n" not in text:
+                        if len(text) <= _MAX_VALUE_CHARS:
+                            self._keyed.setdefault(str(key).lower(), {})[text] = None
+                    elif isinstance(text, Mapping | list):
+                        self._learn_keys(text)
+
+    def _learn_content(self, action: Action, observation: RawObservation) -> None:
+        """The text of a file the call read (a ``read`` tool) or wrote (its ``content``)."""
+        path = action.arguments.get("path")
+        if not isinstance(path, str):
+            return
+        words = set(_words(action.name))
+        hash_now = (self._files_state or {}).get(self._absolute(path))
+        if "read" in words and "media" not in words and "multiple" not in words:
+            texts = [
+                b.get("text")
+                for b in observation["result"].get("content") or ()
+                if isinstance(b, Mapping) and isinstance(b.get("text"), str)
+            ]
+            if texts:
+                self._contents[path] = texts[0].splitlines()[:_MAX_LINES]
+                self._content_hash[path] = hash_now
+        elif words & _MAKING_VERBS and isinstance(action.arguments.get("content"), str):
+            self._contents[path] = action.arguments["content"].splitlines()[:_MAX_LINES]
+            self._content_hash[path] = hash_now
+        if not self._contents.get(path):
+            self._contents.pop(path, None)  # an empty file has no line to quote
+
     def _learn_tree(self, value: Any, folder: str) -> None:
         """Paths in a JSON tree of ``{"name", "children"}`` entries under ``folder``."""
         if isinstance(value, list):
@@ -702,6 +1005,8 @@ class McpExplorePolicy(Policy[Any]):
         elif isinstance(value, Mapping) and isinstance(value.get("name"), str):
             path = posixpath.join(folder, value["name"])
             self._see(path)
+            if value.get("type") in ("directory", "file"):
+                self._types[path] = "dir" if value["type"] == "directory" else "file"
             if isinstance(value.get("children"), list):
                 self._learn_tree(value["children"], path)
 
@@ -714,7 +1019,9 @@ class McpExplorePolicy(Policy[Any]):
             if entry:
                 # Under the folder listed; a bare name would be resolved against the root.
                 name = entry[2].strip()
-                self._see(posixpath.join(folder, name) if folder else name)
+                path = posixpath.join(folder, name) if folder else name
+                self._see(path)
+                self._types[path] = "dir" if entry[1] == "DIR" else "file"
                 continue
             self._see(line, whole_line=True)
             bare = _BULLET.sub("", line)
@@ -728,6 +1035,12 @@ class McpExplorePolicy(Policy[Any]):
             for pattern in (_ABSOLUTE_PATH, _URL, _COMMIT_ID):
                 for found in pattern.finditer(line):
                     self._see(found[0].rstrip(".,:;"))
+            for found in _COMMIT_ID.finditer(line):
+                if len(found[0]) == 40:  # a full commit id (short ones are often blob ids)
+                    self._commits.setdefault(found[0], None)
+            if self._page is not None:
+                for link in _RELATIVE_LINK.finditer(line):
+                    self._see(urljoin(self._page, next(g for g in link.groups() if g)))
 
     def _see(self, value: str, whole_line: bool = False) -> None:
         """Remember a value; a whole line of words only as text (it names nothing)."""
@@ -758,13 +1071,30 @@ class McpExplorePolicy(Policy[Any]):
                 f"skipped: {self.skipped_tools()}"
             )
         # Tools not called yet come first, three to one: an episode sees most of the server.
-        weights = [1.0 if self._calls.get(name) else 3.0 for name in usable]
+        # A tool whose last call failed waits for the world to change (an agent reads the
+        # error), and one that edits text waits for a file it has read.
+        weights = [
+            (1.0 if self._calls.get(name) else 3.0)
+            * (0.25 if name in self._failed else 1.0)
+            * (0.1 if self._waits_for_text(name) else 1.0)
+            for name in usable
+        ]
         return self._rng.choices(usable, weights=weights)[0]
+
+    def _waits_for_text(self, name: str) -> bool:
+        schema = self._tools[name].get("inputSchema")
+        if not _needs_old_text(schema):
+            return False
+        return not any(self._content_current(path) for path in self._contents)
 
     def _valid_arguments(self) -> tuple[str, dict[str, Any]]:
         while True:
             name = self._choose_tool()
-            drawn = self._draw(name)
+            grounded = self._grounded(name)
+            if grounded is not None:
+                self._calls[name] = self._calls.get(name, 0) + 1
+                return name, grounded
+            drawn = self._draw(name)  # a schema the grounded values do not cover
             if drawn is not None:
                 break
         self._calls[name] = self._calls.get(name, 0) + 1
@@ -859,6 +1189,395 @@ class McpExplorePolicy(Policy[Any]):
         if len(candidates) > _RECENT and self._rng.random() < _RECENT_SHARE:
             return self._rng.choice(candidates[-_RECENT:])
         return self._rng.choice(candidates)
+
+    # --- grounded arguments ------------------------------------------------------------------
+
+    def _grounded(self, name: str) -> dict[str, Any] | None:
+        """Arguments made from what the episode knows, or None (Hypothesis draws them then).
+
+        None for a schema with keywords the generator does not handle (see
+        :data:`GROUNDED_SCHEMA_KEYS`), or a value the schema check refuses.
+        """
+        tool = self._tools[name]
+        schema = tool.get("inputSchema")
+        schema = schema if isinstance(schema, Mapping) else {"type": "object"}
+        self._call_path = None
+        self._call_quoted: dict[str, None] = {}
+        self._call_needs_content = _needs_old_text(schema)
+        try:
+            value = self._make(schema, None, name)
+        except (_Unsupported, _Exhausted):
+            return None
+        if not isinstance(value, dict) or schema_problems(tool_call(name, value), [tool]):
+            return None
+        return value
+
+    def _make(self, schema: Any, field: str | None, tool: str) -> Any:
+        if schema is True or schema == {}:
+            schema = {"type": "object"} if field is None else {"type": "string"}
+        if not isinstance(schema, Mapping) or set(schema) - GROUNDED_SCHEMA_KEYS:
+            raise _Unsupported
+        if "const" in schema:
+            return schema["const"]
+        if "enum" in schema:
+            options = schema["enum"]
+            if not isinstance(options, list) or not options:
+                raise _Unsupported
+            return self._rng.choice(options)
+        for key in ("anyOf", "oneOf"):
+            if key in schema:
+                branches = schema[key]
+                if not isinstance(branches, list):
+                    raise _Unsupported
+                usable = [b for b in branches if isinstance(b, Mapping) and b.get("type") != "null"]
+                if not usable:
+                    return None
+                rest = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
+                return self._make({**rest, **self._rng.choice(usable)}, field, tool)
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            kinds = [k for k in kind if k != "null"]
+            kind = kinds[0] if kinds else "null"
+        if kind is None:
+            kind = "object" if "properties" in schema else "string"
+            kind = "array" if "items" in schema else kind
+        if kind == "object":
+            return self._make_object(schema, tool)
+        if kind == "array":
+            return self._make_array(schema, field, tool)
+        if kind == "string":
+            return self._make_string(schema, field, tool)
+        if kind in ("integer", "number"):
+            return self._make_number(schema)
+        if kind == "boolean":
+            default = schema.get("default")
+            if isinstance(default, bool) and self._rng.random() < 0.5:
+                return default
+            return self._rng.random() < 0.5
+        if kind == "null":
+            return None
+        raise _Unsupported
+
+    def _make_object(self, schema: Mapping[str, Any], tool: str) -> dict[str, Any]:
+        properties = schema.get("properties") or {}
+        required = schema.get("required") or []
+        if not isinstance(properties, Mapping) or any(n not in properties for n in required):
+            raise _Unsupported
+        optional = [n for n in properties if n not in required]
+        fields = [n for n in properties if n in required or self._needed(n, properties, required)]
+        optional = [n for n in optional if n not in fields]
+        # At most one optional field a call, half the time: what a client sends (and options
+        # such as a file's head and tail may not be given together).
+        if optional and self._rng.random() < _OPTIONAL_SHARE:
+            fields.append(self._rng.choice(optional))
+        # Paths first: an edit quotes text of the file the call names.
+        ordered = sorted(fields, key=lambda n: field_kind(n, _mapping(properties[n])) != "path")
+        made = {n: self._make(properties[n], n, tool) for n in ordered}
+        return {n: made[n] for n in properties if n in made}
+
+    def _needed(self, name: str, properties: Mapping[str, Any], required: Sequence[str]) -> bool:
+        """Whether an optional field is given anyway: the tool cannot work without it.
+
+        A tool that requires nothing but has a field with no default (postgres's ``query``
+        and its ``sql``), and a field whose default is a URL outside the sandbox (a default
+        that can only fail here).
+        """
+        schema = _mapping(properties[name])
+        default = schema.get("default")
+        if not required and "default" not in schema:
+            return True
+        if isinstance(default, str) and _URL_VALUE.match(default):
+            hosts = {urlsplit(v).netloc for v in self._examples if _URL_VALUE.match(v)}
+            return urlsplit(default).netloc not in hosts
+        return False
+
+    def _make_array(self, schema: Mapping[str, Any], field: str | None, tool: str) -> list[Any]:
+        low = int(schema.get("minItems", 0))
+        high = int(schema.get("maxItems", max(low, 2)))
+        if high < low:
+            raise _Unsupported
+        if schema.get("default") == [] and low == 0 and self._rng.random() < 0.5:
+            return []
+        count = self._rng.randint(max(low, 1), max(low, min(high, max(low, 1) + 1)))
+        items: list[Any] = []
+        for _ in range(count * 3):
+            if len(items) >= count:
+                break
+            try:
+                item = self._make(schema.get("items", {}), field, tool)
+            except _Exhausted:
+                if not items:
+                    raise
+                break
+            if item not in items:  # the same file twice in one call is no client's habit
+                items.append(item)
+        return items if len(items) >= low else items + [items[-1]] * (low - len(items))
+
+    def _make_number(self, schema: Mapping[str, Any]) -> int | float:
+        default = schema.get("default")
+        number = isinstance(default, int | float) and not isinstance(default, bool)
+        if number and self._rng.random() < 0.5:
+            return default
+        low = schema.get("minimum")
+        high = schema.get("maximum")
+        if isinstance(schema.get("exclusiveMinimum"), int | float):
+            low = schema["exclusiveMinimum"] + 1
+        if isinstance(schema.get("exclusiveMaximum"), int | float):
+            high = schema["exclusiveMaximum"] - 1
+        if low is None:
+            low = 0 if number and default == 0 else 1
+        if high is None:
+            high = max(low + 10, 2 * default if number and default > 0 else 20)
+        low, high = math.ceil(low), math.floor(high)
+        if high < low:
+            raise _Unsupported
+        # A sensible range: near the default, small counts; never the schema's far ends.
+        return self._rng.randint(low, min(high, max(low + 10, 2 * low)))
+
+    def _make_string(self, schema: Mapping[str, Any], field: str | None, tool: str) -> str:
+        if schema.get("format") not in (None, *_URL_FORMATS):
+            raise _Unsupported  # a date, an e-mail address: Hypothesis knows those formats
+        kind = field_kind(field or "", schema)
+        value = self._string_of_kind(kind, schema, field or "", tool)
+        low = int(schema.get("minLength", 0))
+        high = schema.get("maxLength")
+        if len(value) < low or (isinstance(high, int) and len(value) > high):
+            value = _readable_name(self._rng)
+            if len(value) < low or (isinstance(high, int) and len(value) > high):
+                raise _Unsupported
+        return value
+
+    def _string_of_kind(self, kind: str, schema: Mapping[str, Any], field: str, tool: str) -> str:
+        own = _description_examples(schema)
+        if kind == "zone":
+            # Descriptions name zones that do not exist ('America/San_Francisco').
+            own = [zone for zone in own if _real_zone(zone)]
+        share = 0.95 if kind in ("name", "text") else 0.5
+        if own and kind not in ("path", "root") and self._rng.random() < share:
+            # Quoted in the field's description: the values the server's author expects
+            # (``'local'``, ``'remote'`` or ``'all'``), as good as an enum.
+            return self._rng.choice(own)
+        default = schema.get("default")
+        if isinstance(default, str) and default and kind != "url" and self._rng.random() < 0.3:
+            return default
+        if kind in ("path", "root"):
+            return self._path_value(field, tool, kind)
+        if kind == "url":
+            return self._url_value(schema)
+        if kind == "sql":
+            return self._sql_value()
+        if kind == "clock":
+            known = [v for v in self._known(kind) if fits_kind(kind, v)]
+            if known and self._rng.random() < 0.5:
+                return self._rng.choice(known)
+            return f"{self._rng.randrange(24):02d}:{self._rng.randrange(60):02d}"
+        if kind == "zone":
+            known = [v for v in self._known(kind) if fits_kind(kind, v) and _real_zone(v)]
+            return self._pick_recent(known) if known else "UTC"
+        if kind == "pattern":
+            return self._pattern_value()
+        if kind == "name":
+            return self._name_value(field, tool)
+        return self._text_value(field)
+
+    def _known(self, kind: str) -> list[str]:
+        """Examples and seen values that fit ``kind``, the examples first."""
+        return [v for v in (*self._examples, *self._seen) if fits_kind(kind, v)]
+
+    # paths
+
+    def _path_type(self, path: str) -> str | None:
+        """``dir``, ``file``, ``None`` if it does not exist (by the latest files snapshot)."""
+        if self._files_state is not None and self._root:
+            absolute = posixpath.normpath(posixpath.join(self._root, path))
+            if absolute == self._root:
+                return "dir"
+            return self._files_state.get(absolute)
+        if self._root and path.startswith("/") and not _under(path, self._root):
+            return None  # outside the server's world (``/dev/null`` of a diff)
+        if path in self._types:
+            return self._types[path]
+        return "file" if _FILE_NAME.match(posixpath.basename(path)) else "dir"
+
+    def _existing_paths(self, want: str) -> list[str]:
+        """Known paths (examples, seen) that exist now and are of type ``want`` (or any)."""
+        found: list[str] = []
+        for value in (*self._examples, *self._seen):
+            if not fits_kind("path", value) or value in self._refs:
+                continue
+            kind = self._path_type(value)
+            if kind is not None and (want == "any" or kind == want):
+                found.append(value)
+        return found
+
+    def _path_value(self, field: str, tool: str, kind: str) -> str:
+        if kind == "root":
+            roots = [v for v in self._known("root") if self._path_type(v) == "dir"]
+            if self._root and (not roots or self._rng.random() < 0.7):
+                return self._root
+            return self._rng.choice(roots) if roots else "/"
+        words = set(_words(tool))
+        want = "dir" if words & _DIR_TOOL_WORDS else "file" if words & _FILE_TOOL_WORDS else "any"
+        making = bool(words & _MAKING_VERBS)
+        if _MADE_FIELD.match(field) or (making and self._rng.random() < 0.6):
+            return self._new_path(directory=want == "dir")
+        if self._call_needs_content:
+            with_text = [p for p in self._contents if self._content_current(p)]
+            if with_text:
+                self._call_path = self._pick_recent(with_text)
+                return self._call_path
+        candidates = self._existing_paths(want) or self._existing_paths("any")
+        if not candidates:
+            return self._root or "."
+        fresh = [v for v in candidates if v in self._fresh]
+        pool = fresh if fresh and self._rng.random() < 0.5 else candidates
+        self._call_path = self._pick_recent(pool)
+        return self._call_path
+
+    def _new_path(self, directory: bool) -> str:
+        """A path that does not exist yet, in a folder that does: ``docs/weekly-notes.md``."""
+        folders = self._existing_paths("dir") or [self._root or "."]
+        folder = self._pick_recent(folders)
+        files = self._existing_paths("file")
+        extension = ""
+        if not directory:
+            extensions = [posixpath.splitext(f)[1] for f in files if posixpath.splitext(f)[1]]
+            extension = self._rng.choice(extensions) if extensions else ".txt"
+        words = [w for f in files for w in _plain_words(posixpath.basename(f))][:50]
+        for _ in range(10):
+            path = posixpath.join(folder, _readable_name(self._rng, words) + extension)
+            known = path in self._seen or path in self._examples or path in self._types
+            if not known and (self._files_state is None or self._path_type(path) is None):
+                return path
+        return posixpath.join(folder, f"{_readable_name(self._rng)}-{self._taken}{extension}")
+
+    def _content_current(self, path: str) -> bool:
+        """Whether the text read from ``path`` is still its content (its hash did not move)."""
+        if self._files_state is None:
+            return True
+        return self._files_state.get(self._absolute(path)) == self._content_hash.get(path)
+
+    def _absolute(self, path: str) -> str:
+        return posixpath.normpath(posixpath.join(self._root or "/", path))
+
+    # other kinds
+
+    def _url_value(self, schema: Mapping[str, Any]) -> str:
+        description = str(schema.get("description") or "")
+        if _DATA_URI_HINT.search(description) and self._rng.random() < 0.9:
+            return self._data_uri()
+        hosts = {urlsplit(v).netloc for v in self._examples if _URL_VALUE.match(v)}
+        known = [
+            v
+            for v in self._known("url")
+            if urlsplit(v).netloc in hosts
+            and urlsplit(v).scheme in ("http", "https")
+            # Names reserved never to resolve (RFC 2606): an example, not a place to go.
+            and not (urlsplit(v).hostname or "").endswith((".invalid", ".example", ".test"))
+        ]
+        if not known:
+            if _DATA_URI_HINT.search(description):
+                return self._data_uri()
+            default = schema.get("default")
+            return default if isinstance(default, str) else "http://127.0.0.1/"
+        fresh = [v for v in known if v in self._fresh]
+        return self._pick_recent(fresh if fresh and self._rng.random() < 0.5 else known)
+
+    def _data_uri(self) -> str:
+        """A ``data:`` URI of a readable sentence (content that needs no network)."""
+        text = _sentence(self._rng).encode()
+        return "data:text/plain;base64," + base64.b64encode(text).decode()
+
+    def _sql_value(self) -> str:
+        known = self._known("sql")
+        if self._tables and (not known or self._rng.random() < 0.4):
+            table = self._rng.choice(self._tables)
+            if self._rng.random() < 0.5:
+                return f"SELECT count(*) FROM {table}"
+            return f"SELECT * FROM {table} LIMIT {self._rng.randint(1, 5)}"
+        return self._rng.choice(known) if known else "SELECT 1"
+
+    def _pattern_value(self) -> str:
+        known = [v for v in self._known("pattern") if re.search(r"[*?\[]", v)]
+        files = self._existing_paths("file")
+        extensions = sorted({posixpath.splitext(f)[1] for f in files if posixpath.splitext(f)[1]})
+        made = [f"**/*{e}" for e in extensions] + [f"*{e}" for e in extensions]
+        words = [w for f in files for w in _plain_words(posixpath.basename(f))]
+        made += [f"**/*{w}*" for w in words[:20]]
+        pool = known + made
+        return self._rng.choice(pool) if pool else "*"
+
+    def _name_value(self, field: str, tool: str) -> str:
+        words = _words(field)
+        tool_words = _words(tool)
+        making = bool(set(tool_words) & _MAKING_VERBS)
+        nouns = {w.rstrip("s") for w in tool_words} - _MAKING_VERBS
+        own_thing = field.lower() == "name" or bool({w.rstrip("s") for w in words} & nouns)
+        base = bool(words) and words[0] in ("base", "source", "from", "parent", "old")
+        if making and own_thing and not base and self._rng.random() < 0.9:
+            return self._new_name(words)
+        if set(words) & _REF_WORDS and (self._branches or self._commits):
+            return self._ref_value(words)
+        key, keyed = self._keyed_values(field)
+        if key is not None and key.endswith("name") and self._entities:
+            # An entity's name where the snapshot lists entities: one that exists now.
+            return self._pick_recent([v for v in keyed if v in self._entities] or [*self._entities])
+        if keyed and self._rng.random() < self.reuse_share:
+            return self._pick_recent(keyed)
+        sources = self._sources("name", {})
+        if sources and self._rng.random() < self.reuse_share:
+            values = self._rng.choices([v for v, _ in sources], [w for _, w in sources])[0]
+            return self._pick_recent(values)
+        return self._new_name(words)
+
+    def _new_name(self, words: Sequence[str]) -> str:
+        if "branch" in words:
+            return f"feature/{_readable_name(self._rng)}"
+        name = _readable_name(self._rng, joiner=" " if self._rng.random() < 0.5 else "-")
+        return name.title() if " " in name else name
+
+    def _ref_value(self, words: Sequence[str]) -> str:
+        if "branch" in words and self._branches:
+            return self._rng.choice(list(self._branches))
+        if set(words) & {"sha", "commit", "contains"} and self._commits:
+            return self._pick_recent(list(self._commits))
+        refs = [*self._branches, *self._tags, *list(self._commits)[-5:]]
+        refs += [v for v in self._examples if v.startswith("HEAD")]
+        return self._rng.choice(refs)
+
+    def _keyed_values(self, field: str) -> tuple[str | None, list[str]]:
+        """The JSON key ``field`` matches and the values seen under it, or ``(None, [])``.
+
+        ``entityName`` and ``entityNames`` match ``name``, ``relationType`` itself.
+        """
+        words = _words(field)
+        keys = [field.lower(), field.lower().rstrip("s")]
+        if words:
+            keys += [words[-1], words[-1].rstrip("s")]
+        for key in keys:
+            values = list(self._keyed.get(key) or ())
+            if values:
+                return key, values
+        return None, []
+
+    def _text_value(self, field: str) -> str:
+        if _OLD_TEXT.match(field) and self._call_path is not None:
+            # A line of the file, each line once a call: edits apply one after the other.
+            lines = [
+                line
+                for line in self._contents.get(self._call_path, ())
+                if line.strip() and len(line) <= _MAX_VALUE_CHARS and line not in self._call_quoted
+            ]
+            if lines:
+                line = self._rng.choice(lines)
+                self._call_quoted[line] = None
+                return line
+            if self._call_quoted:
+                raise _Exhausted
+        lines = [v for v in self._lines if fits_kind("text", v)]
+        if lines and self._rng.random() < _TEXT_REUSE:
+            return self._pick_recent(lines)
+        return _sentence(self._rng)
 
     # --- invalid calls -----------------------------------------------------------------------
 

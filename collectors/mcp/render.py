@@ -29,6 +29,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -149,8 +150,32 @@ def is_call(raw: Mapping[str, Any]) -> bool:
     return "tool" in raw
 
 
+VOLATILE_PATTERNS: tuple[re.Pattern[str], ...] = (
+    # mcp-server-time reads the wall clock: get_current_time's "datetime" and "day_of_week",
+    # and convert_time's dates (today's), in its JSON text and its structured content.
+    re.compile(r'(?<="datetime": ")[^"]*(?=")'),
+    re.compile(r'(?<="day_of_week": ")[^"]*(?=")'),
+    # server-filesystem's get_file_info: when a file was created, last read or written, as
+    # JavaScript writes a date ("Fri Nov 27 2026 02:07:49 GMT+0000 (Coordinated Universal
+    # Time)"); files the episode makes or reads get the time of the call.
+    re.compile(
+        r"(?:(?<=created: )|(?<=modified: )|(?<=accessed: ))"
+        r"[A-Z][a-z]{2} [A-Z][a-z]{2} \d{2} \d{4} \d{2}:\d{2}:\d{2} GMT[+-]\d{4}"
+        r"(?: \([A-Za-z ]+\))?"
+    ),
+    # server-everything's dynamic resources say when they were made ("created at 2:07:33 AM").
+    re.compile(r"(?<=created at )\d{1,2}:\d{2}:\d{2} [AP]M"),
+    # Pages the fetch server reads from the local datasette site: its footer's own timing.
+    re.compile(r"(?<=Queries took )\d+(?:\.\d+)?ms"),
+)
+"""Spans of mcp observation text that vary by nature between identical runs: clock readings
+and timings the servers print (see ``Renderer.volatile_patterns``)."""
+
+
 class McpRenderer(Renderer):
     """Tool results as the client receives them; the server's state and its change in meta."""
+
+    volatile_patterns = VOLATILE_PATTERNS
 
     def observation(self, raw: RawObservation) -> Observation:
         """Return the rendered result (or session header) with the state as meta."""
@@ -203,6 +228,7 @@ class McpRenderer(Renderer):
 
 __all__ = [
     "FORMAT",
+    "VOLATILE_PATTERNS",
     "McpRenderer",
     "call_error",
     "canonical_json",

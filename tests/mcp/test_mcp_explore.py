@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+import re
 import subprocess
 import sys
 import threading
@@ -33,6 +34,7 @@ import pytest
 from worldtrace.collectors.mcp.explore import (
     INVALID_KINDS,
     UNATTENDED_TOOLS,
+    VOCABULARY,
     McpExplorePolicy,
     field_kind,
 )
@@ -297,6 +299,68 @@ def test_invalid_calls_fail_the_schema_or_name_nothing_that_exists() -> None:
     assert min(seen_kinds.values()) >= 5, seen_kinds
 
 
+@pytest.mark.parametrize("server", SERVERS)
+def test_valid_calls_hold_readable_strings_and_numbers_in_sensible_ranges(server: str) -> None:
+    # Stand-in answers that show nothing: every string comes from the manifest's examples,
+    # the schema (enums, defaults, quoted examples) or the policy's vocabulary, never from
+    # random code points; numbers stay near the default and inside the schema's range.
+    tools = {tool["name"]: tool["inputSchema"] for tool in tools_of(server)}
+    policy = McpExplorePolicy(steps=40, invalid_share=0.0)
+    for seed in range(3):
+        for action in walk(policy, server, seed):
+            properties = tools[action.name].get("properties") or {}
+            for field, value in action.arguments.items():
+                schema = properties[field]
+                for item in value if isinstance(value, list) else [value]:
+                    if isinstance(item, str):
+                        assert re.fullmatch(r"[ -~]*", item), (action.text, field)
+                        assert item.strip() or "enum" in schema, (action.text, field)
+                    elif isinstance(item, int | float) and not isinstance(item, bool):
+                        low = schema.get("minimum", 0)
+                        high = schema.get("maximum", max(100, 2 * schema.get("default", 0)))
+                        assert low <= item <= high, (action.text, field)
+
+
+def test_it_reads_a_file_before_it_edits_it_and_quotes_its_text() -> None:
+    edits = 0
+    for seed in range(6):
+        files = StandInFiles()
+
+        def answer(action: Action, files: StandInFiles = files) -> dict[str, Any]:
+            nonlocal edits
+            if action.name == "edit_file":
+                # The file as it is when the edit comes (the stand-in does not apply edits).
+                edits += 1
+                content = files.files.get(files.resolve(action.arguments["path"]) or "", "")
+                quoted = [edit["oldText"] for edit in action.arguments["edits"]]
+                assert all(text in content for text in quoted), action.text
+                assert len(set(quoted)) == len(quoted), action.text
+            return files.answer(action)
+
+        walk(McpExplorePolicy(steps=40, invalid_share=0.0), "filesystem", seed, answer, files.state)
+    assert edits >= 1
+
+
+def test_a_new_file_or_folder_gets_a_readable_name_in_an_existing_folder() -> None:
+    made = []
+    for seed in range(6):
+        files = StandInFiles()
+        policy = McpExplorePolicy(steps=40, invalid_share=0.0)
+        for action in walk(policy, "filesystem", seed, files.answer, files.state):
+            for field in ("path", "destination"):
+                path = files.resolve(action.arguments.get(field))
+                making = action.name in ("write_file", "create_directory", "move_file")
+                if making and path and path not in files.files and path not in files.dirs:
+                    made.append(path)
+    assert len(made) >= 5
+    words = set(VOCABULARY) | {"md", "py", "txt", "guide", "api", "app", "readme"}
+    for path in made:
+        assert posixpath.dirname(path) in StandInFiles().dirs, path
+        name = posixpath.basename(path)
+        assert re.fullmatch(r"[a-z]+(?:-[a-z]+)*(?:\.[a-z]+)?", name), path
+        assert set(re.findall(r"[a-z]+", name)) <= words, path
+
+
 # --- chaining through seen values ------------------------------------------------------------
 
 
@@ -494,7 +558,8 @@ def test_a_tool_whose_schema_gives_no_values_is_skipped_with_the_reason() -> Non
 def test_describe_names_the_policy_and_the_libraries_its_values_come_from() -> None:
     ref = McpExplorePolicy().describe()
     assert (ref.kind, ref.name) == ("explore", "mcp-explore")
-    assert ref.version.startswith("1+hypothesis-6.")
+    # 2: arguments grounded in what the episode saw (issue 23); Hypothesis is the fallback.
+    assert ref.version.startswith("2+hypothesis-6.")
     assert "+hypothesis-jsonschema-0.23" in ref.version
 
 
