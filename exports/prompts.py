@@ -91,13 +91,15 @@ _WORLDS: dict[str, tuple[str, str]] = {
     "web": (
         "a web browser",
         "i.e. the page's accessibility tree flattened one node per line with element ids, "
-        "e.g. `[6] link 'Go to page 2', url='…'`, together with the URL, the title and the "
-        "open tabs when the environment shows them.",
+        "e.g. `[6] link 'Go to page 2', url='…'`, elements in the viewport marked `visible`, "
+        "together with the URL, the title and the open tabs when the environment shows them.",
     ),
     "os": (
         "a desktop operating system with graphical applications",
-        "i.e. the accessibility tree of the screen linearized one element per line "
-        "(tag, name, text, position, size), as the environment prints it.",
+        "i.e. the open windows (topmost first, with how much of each is in view), open "
+        "menus, the focused element with its caret and selection, then the accessibility "
+        "tree of the screen one element per line (tag, name, text, class, description, "
+        "position, size), as the environment prints it.",
     ),
     "android": (
         "an Android phone",

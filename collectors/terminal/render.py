@@ -5,6 +5,7 @@ from __future__ import annotations
 from worldtrace.collectors.base import Renderer
 from worldtrace.collectors.terminal.actions import render_keys
 from worldtrace.collectors.terminal.screen import plain_screen
+from worldtrace.collectors.volatile import PROGRAM_OUTPUT
 from worldtrace.schemas import Action, Observation
 from worldtrace.schemas.raw import RawObservation
 
@@ -17,6 +18,9 @@ class TerminalRenderer(Renderer):
     Raw records from before a field existed get its neutral value: no skipped replies, a
     sandbox that answered, and the pane size unknown (``None``).
     """
+
+    # What programs print of their own timing: test runners' durations, `time`, addresses.
+    volatile_patterns = PROGRAM_OUTPUT
 
     def observation(self, raw: RawObservation) -> Observation:
         """Return the visible screen (prompt included) and the shell's state as meta."""
