@@ -226,6 +226,8 @@ def upgrade_transition_table(table: pa.Table) -> pa.Table:
         default = Curation().model_dump(mode="json")
         table = table.append_column(field, pa.array([default] * table.num_rows, type=field.type))
     for name in ("observation", "next_observation"):
+        if name not in table.column_names:  # a reader may have read some columns only
+            continue
         position = table.column_names.index(name)
         if table.schema.field(name).type.get_field_index("volatile") < 0:
             field = schema.field(name)

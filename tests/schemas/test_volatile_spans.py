@@ -155,3 +155,8 @@ def test_the_swe_domain_marks_its_test_durations_in_normalized_rows(tmp_path) ->
     for observation in summaries:
         assert re.search(r"in \d+\.\d+s", observation.masked_text()) is None
         assert "passed" in observation.masked_text()
+
+
+def test_a_1_1_table_read_without_its_observations_is_upgraded_as_is() -> None:
+    table = to_table([make_transition()], Transition).select(["id", "curation", "reward"])
+    assert upgrade_transition_table(table).equals(table)
