@@ -88,6 +88,10 @@ VOLATILE_PATTERNS: tuple[re.Pattern[str], ...] = (
     # Ages counted to the second from the server's clock (Trac: "Opened 0 seconds ago"), which
     # move with the wall time the episode's steps took.
     re.compile(r"\b\d+ seconds? ago\b"),
+    # datasette's database summary: "3,736 rows in 6 tables, 614 rows in 10 hidden tables",
+    # or "6 tables, 10 hidden tables" when its counting ran past its time limit (a loaded
+    # server): the whole phrase, so both forms compare alike.
+    re.compile(r"\b(?:[\d,]+ rows in )?\d+ tables?(?:, (?:[\d,]+ rows in )?\d+ hidden tables?)?"),
 )
 """Spans of web text that vary by nature between identical runs (measurements a page shows)."""
 

@@ -81,9 +81,10 @@ def test_requests_reuse_ssh_sessions(sshd: SshServer, terminal_image: str) -> No
     for _ in range(2):
         with DockerSandbox(terminal_image, limits=UNCAPPED, client=client) as sandbox:
             assert sandbox.exec(["true"]).exit_code == 0
-    # A sandbox's seven requests share one pooled session; an exec takes one of its own
-    # (its connection is handed over to the process's streams).
-    assert len(opened) <= 3
+    # A sandbox's requests share one pooled session; an exec takes one of its own (its
+    # connection is handed over to the process's streams): the test's, and the one that makes
+    # the agent's view (sandboxes/view.py) in each sandbox.
+    assert len(opened) <= 1 + 2 * 2
     client.close()
 
 

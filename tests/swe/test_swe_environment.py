@@ -659,10 +659,14 @@ def test_the_evaluation_runs_the_sources_not_stale_byte_code(swe_image: str) -> 
         selector = " ".join(task.failing_tests)
         assert run(env, "run_tests", 120, selector=selector).observation["exit_code"] != 0
         path = f"/home/user/repo/{task.file}"
-        stamp = as_root(env, f"stat -c %Y {path}").strip()
+        # The time Python's byte-code check reads (os.stat sees real file times, not the
+        # episode clock's: docs/determinism.md), put back the same way.
+        stat = f"python3 -c 'import os; print(os.stat(\"{path}\").st_mtime_ns)'"
+        stamp = as_root(env, stat).strip()
         fixed = run(env, "str_replace", path=task.file, old=hunk.old_text, new=hunk.new_text)
         assert fixed.error is None
-        as_root(env, f"touch -d @{stamp} {path}")
+        as_root(env, f"python3 -c 'import os; os.utime(\"{path}\", ns=({stamp},) * 2)'")
+        assert as_root(env, stat).strip() == stamp
         # The trap is real: a plain test run still sees the bug through the byte code.
         assert run(env, "run_tests", 120, selector=selector).observation["exit_code"] != 0
         assert env.evaluate(task) == 1.0
