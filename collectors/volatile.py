@@ -25,5 +25,11 @@ PYTHON_ADDRESS = re.compile(r"(?<= at )0x[0-9a-f]{4,16}\b")
 SHELL_TIME = re.compile(r"(?m)^(?:real|user|sys)\t(\d+m\d+\.\d+s)$")
 """The three lines bash's ``time`` prints."""
 
-PROGRAM_OUTPUT = (*PYTEST_SUMMARY, UNITTEST_SUMMARY, PYTHON_ADDRESS, SHELL_TIME)
+FINE_CLOCK_READING = re.compile(
+    r"\b\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d\.\d{3,9}(?: ?[+-]\d\d:?\d\d|Z)?"
+)
+"""A time to the millisecond or finer (``stat``'s ``2025-03-03 09:00:03.031894970 +0000``):
+the episode's clock starts at a fixed instant but then runs, so its fractions never repeat."""
+
+PROGRAM_OUTPUT = (*PYTEST_SUMMARY, UNITTEST_SUMMARY, PYTHON_ADDRESS, SHELL_TIME, FINE_CLOCK_READING)
 """Everything above: for a domain showing what programs print."""
