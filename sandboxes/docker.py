@@ -448,7 +448,10 @@ class DockerSandbox:
     def _make_view(self, image: Image) -> None:
         """Make the agent's view in the started container, or remove it and raise."""
         hidden = (image.labels or {}).get(view.HIDDEN_LABEL, "").split()
-        environment = view.setup_environment(self.limits.memory_mb, self.limits.cpus, hidden)
+        offset = round(self.clock.offset_s()) if self.clock is not None else 0
+        environment = view.setup_environment(
+            self.limits.memory_mb, self.limits.cpus, hidden, offset
+        )
         try:
             result = self.exec(["bash", "-c", view.SETUP], timeout=30, env=environment, user="root")
         except BaseException:

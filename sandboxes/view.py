@@ -56,6 +56,9 @@ put uptime "$VIEW_UPTIME" /proc/uptime
 put loadavg "$VIEW_LOADAVG" /proc/loadavg
 put cpuinfo "$(awk -v n="$VIEW_CPUS" 'BEGIN { RS = ""; ORS = "\n\n" } NR <= n' /proc/cpuinfo)
 " /proc/cpuinfo
+# The boot time on the episode's clock (sandboxes/clock.py): ps dates a process's START from it.
+put stat "$(awk -v shift="$VIEW_BOOT_SHIFT" '$1 == "btime" { $2 += shift } { print }' /proc/stat)
+" /proc/stat
 # Files Docker (and the clock) bind from the host's disk would name that disk (mount, df):
 # the view binds copies of them from a tmpfs instead.
 awk '{ for (i = 7; $i != "-"; i++) ; if ($(i + 2) ~ /^\/dev\/([sv]d|nvme|xvd)/) print $5 }' \
@@ -159,9 +162,15 @@ def meminfo(memory_mb: int) -> str:
     return "".join(f"{name + ':':<16}{value:>8} kB\n" for name, value in rows.items())
 
 
-def setup_environment(memory_mb: int, cpus: float, hidden: list[str]) -> dict[str, str]:
-    """The environment :data:`SETUP` runs with, for a sandbox of these limits."""
+def setup_environment(
+    memory_mb: int, cpus: float, hidden: list[str], clock_offset_s: int = 0
+) -> dict[str, str]:
+    """The environment :data:`SETUP` runs with, for a sandbox of these limits.
+
+    ``clock_offset_s`` moves the boot time ``/proc/stat`` shows onto the episode's clock.
+    """
     return {
+        "VIEW_BOOT_SHIFT": str(clock_offset_s),
         "VIEW_INNER": INNER,
         "VIEW_MEMINFO": meminfo(memory_mb),
         "VIEW_UPTIME": f"{UPTIME_S:.2f} {UPTIME_S * cpu_count(cpus):.2f}\n",

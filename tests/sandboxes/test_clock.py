@@ -92,3 +92,23 @@ def test_a_site_serves_on_the_episode_clock():
             "python3 -c 'import datetime; print(datetime.date.today())'"
         ).text.strip()
     assert served == "2025-03-03"
+
+
+def test_the_agent_sees_its_processes_started_on_the_episode_clock():
+    # ps dates a process's START from the boot time in /proc/stat, which the agent's view
+    # moves onto the episode's clock (the real one would name the collection's year).
+    from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
+    from worldtrace.collectors.terminal.render import TerminalRenderer
+    from worldtrace.schemas import Action
+
+    env = TerminalEnvironment(TerminalConfig(clock_start=START))
+    try:
+        env.reset(seed=0, task=None)
+        keys = ["ps -o lstart= -p $$", "Enter"]
+        outcome = env.step(Action(name="keys", arguments={"keys": keys}, text=""), 30)
+        screen = TerminalRenderer().observation(outcome.observation).text
+    finally:
+        env.close()
+    started = screen.splitlines()[-2]
+    assert started.startswith("Mon Mar  3 09:00:"), screen
+    assert started.endswith(" 2025"), screen
