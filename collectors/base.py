@@ -190,9 +190,9 @@ class Renderer(ABC):
     volatile_patterns: ClassVar[tuple[re.Pattern[str], ...]] = ()
     """Where this domain's observation text shows values that vary by nature (a measured
     duration, an object address): each match is a volatile span of the observation (see
-    ``Observation.volatile``), or the match's first group if the pattern has groups (for a
-    context that a fixed-width lookbehind cannot say). Keep them narrow: a span hides its
-    text from run comparisons."""
+    ``Observation.volatile``), or each of the match's groups if the pattern has groups (for
+    a context that a fixed-width lookbehind cannot say, or several values on one line). Keep
+    them narrow: a span hides its text from run comparisons."""
 
     @abstractmethod
     def observation(self, raw: RawObservation) -> Observation:
@@ -204,7 +204,12 @@ class Renderer(ABC):
             span
             for pattern in self.volatile_patterns
             for match in pattern.finditer(text)
-            if (span := match.span(1) if pattern.groups else match.span())[1] > span[0]
+            for span in (
+                [match.span(group) for group in range(1, pattern.groups + 1)]
+                if pattern.groups
+                else [match.span()]
+            )
+            if span[1] > span[0]
         )
         merged: list[list[int]] = []
         for start, end in ranges:

@@ -31,5 +31,17 @@ FINE_CLOCK_READING = re.compile(
 """A time to the millisecond or finer (``stat``'s ``2025-03-03 09:00:03.031894970 +0000``):
 the episode's clock starts at a fixed instant but then runs, so its fractions never repeat."""
 
-PROGRAM_OUTPUT = (*PYTEST_SUMMARY, UNITTEST_SUMMARY, PYTHON_ADDRESS, SHELL_TIME, FINE_CLOCK_READING)
+PS_MEASURES = re.compile(
+    r"(?m)^\S+ +\d+ +(\d+\.\d) +(\d+\.\d) +(\d+) +(\d+) +\S+ +\S+ +\S+ +(\d+:\d\d) "
+)
+"""The measured columns of a ``ps aux`` row: %CPU, %MEM, VSZ, RSS and CPU TIME."""
+
+PROGRAM_OUTPUT = (
+    *PYTEST_SUMMARY,
+    UNITTEST_SUMMARY,
+    PYTHON_ADDRESS,
+    SHELL_TIME,
+    FINE_CLOCK_READING,
+    PS_MEASURES,
+)
 """Everything above: for a domain showing what programs print."""

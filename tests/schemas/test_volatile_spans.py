@@ -131,6 +131,7 @@ def test_shared_program_patterns_mask_durations_and_addresses_not_counts() -> No
         "real\t0m0.003s\n"
         "sys\t0m0.001s\n"
         "Modify: 2025-03-03 09:00:03.031894970 +0000\n"
+        "user          96  0.0  0.4   3908  2328 pts/0    S    09:00   0:00 sleep 300\n"
         "took 5s on 2025-03-03 09:00"
     )
     masked = Programs().marked_observation({"text": text}).masked_text()
@@ -142,6 +143,7 @@ def test_shared_program_patterns_mask_durations_and_addresses_not_counts() -> No
         "real\t…",
         "sys\t…",
         "Modify: …",
+        "user          96  …  …   …  … pts/0    S    09:00   … sleep 300",
         "took 5s on 2025-03-03 09:00",
     ]
 
