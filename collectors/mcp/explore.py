@@ -551,31 +551,23 @@ VOCABULARY: tuple[str, ...] = (
 
 _SENTENCE_VERBS = ("Add", "Update", "Check", "Review", "Move", "Write", "Keep", "Fix", "Note")
 
-GROUNDED_SCHEMA_KEYS = frozenset(
-    (
-        "$schema",
-        "type",
-        "properties",
-        "required",
-        "additionalProperties",
-        "title",
-        "description",
-        "default",
-        "examples",
-        "items",
-        "minItems",
-        "maxItems",
-        "enum",
-        "const",
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-        "minLength",
-        "maxLength",
-        "format",
-        "anyOf",
-        "oneOf",
+GROUNDED_SCHEMA_KEYS = (
+    _PLAIN_OBJECT_KEYS
+    | _PLAIN_ARRAY_KEYS
+    | frozenset(
+        (
+            "enum",
+            "const",
+            "minimum",
+            "maximum",
+            "exclusiveMinimum",
+            "exclusiveMaximum",
+            "minLength",
+            "maxLength",
+            "format",
+            "anyOf",
+            "oneOf",
+        )
     )
 )
 """Schema keywords the grounded generator understands; a schema with any other keyword (a
