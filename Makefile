@@ -6,8 +6,11 @@ setup:
 	bash scripts/setup.sh
 
 # The whole pipeline on a small terminal collection: collect in real containers, curate with
-# datatrove, publish a Hub-layout folder to dist/demo, then print its summary.
+# datatrove, publish a Hub-layout folder to dist/demo, then print its summary. Each demo starts
+# from fresh folders: `worldtrace run` resumes a pipeline, and curation refuses to resume onto
+# a corpus whose input changed (as it does after an upgrade that renders rows differently).
 demo: setup
+	rm -rf runs/demo-pipeline corpora/demo dist/demo
 	.venv/bin/worldtrace run configs/demo-pipeline.yaml
 	.venv/bin/worldtrace inspect dist/demo
 

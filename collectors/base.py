@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 class EnvironmentConfig(BaseModel):
     """Base of every domain's environment config: unknown fields are errors, and it has a hash."""
 
-    model_config = ConfigDict(extra="forbid")
+    # inf and nan are no limits, and a run's JSON manifest could not record them as given.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     clock_start: AwareDatetime | None = Field(
         default=DEFAULT_CLOCK_START,

@@ -33,6 +33,7 @@ from worldtrace.exports.tokens import (
 )
 from worldtrace.schemas.errors import ConfigError
 from worldtrace.schemas.layouts import transition_files
+from worldtrace.schemas.storage import check_writable_folder
 
 TOOL_RESULT_FORMAT = "tool-result"
 """The observation format of domains whose actions are tool calls."""
@@ -255,6 +256,7 @@ class Exporter:
     ) -> dict[str, int]:
         """Write one JSONL file per domain of ``source``; return the rows per domain."""
         options = ExportOptions.of(history, history_tokens, tokenizer)
+        check_writable_folder(Path(out_dir), "export folder")
         counts: dict[str, int] = {}
         for domain, episodes in iter_domains(Path(source)):
             path = Path(out_dir) / self.file_name.format(domain=domain)

@@ -9,6 +9,8 @@ default: progress bars and summary tables on the screen, library logs in a log f
 
 from __future__ import annotations
 
+import errno
+import logging
 import sys
 import threading
 import time
@@ -44,11 +46,32 @@ class _ErrorBoundary(TyperGroup):
             # on import, which the options callback (run by invoke) sets first.
             from worldtrace.schemas.errors import WorldtraceError
 
+            if _disk_full(error):
+                logging.getLogger("worldtrace").exception("the disk is full")
+                console.print(
+                    Text.assemble(
+                        ("error: ", "red"),
+                        f"no space left on the disk being written ({error}); free some and "
+                        "run the same command again: it goes on where it stopped",
+                    ),
+                    soft_wrap=True,
+                )
+                raise typer.Exit(2) from None
             if not isinstance(error, WorldtraceError):
                 raise
             # Text, not markup: messages quote paths and values that may hold [brackets].
             console.print(Text.assemble(("error: ", "red"), str(error)), soft_wrap=True)
             raise typer.Exit(error.exit_code) from None
+
+
+def _disk_full(error: BaseException) -> bool:
+    """Whether ``error`` says the disk (or the user's quota) is full.
+
+    pyarrow's writers raise an OSError without ``errno``, naming it in the message only.
+    """
+    return isinstance(error, OSError) and (
+        error.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left on device" in str(error)
+    )
 
 
 app = typer.Typer(
@@ -157,7 +180,11 @@ def _key_values(pairs: list[str]) -> dict[str, Any]:
         key, separator, value = pair.partition("=")
         if not separator or not key.strip():
             raise ConfigError(f"--env expects KEY=VALUE, got {pair!r}")
-        parsed[key.strip()] = yaml.safe_load(value) if value.strip() else ""
+        try:
+            parsed[key.strip()] = yaml.safe_load(value) if value.strip() else ""
+        except yaml.YAMLError as error:  # e.g. a !!python tag: values are plain YAML only
+            problem = getattr(error, "problem", None) or str(error)
+            raise ConfigError(f"--env {key.strip()}: not a plain YAML value: {problem}") from None
     return parsed
 
 
@@ -217,7 +244,7 @@ def collect(
 ) -> None:
     """Collect episodes in real sandboxes; re-running the same command resumes the run."""
     from worldtrace.flows.collect import run_collection
-    from worldtrace.flows.config import load_config, validate_config
+    from worldtrace.flows.config import check_run_location, load_config, validate_config
     from worldtrace.flows.progress import listening
     from worldtrace.schemas.errors import ConfigError
 
@@ -250,6 +277,7 @@ def collect(
         # --episodes 0 is an error like any invalid value, never "one episode".
         config = validate_config({"episodes": 1} | overrides)
 
+    check_run_location(config)
     console.print(f"run directory: {config.run_location}", highlight=False)
     bar, listener = _collecting_progress(config.episodes)
     with bar, listening(listener):
@@ -362,7 +390,13 @@ def publish(
     private: Annotated[bool, typer.Option(help="create the repo private")] = False,
     revision: Annotated[str | None, typer.Option(help="branch to upload to")] = None,
     shard_size_mb: Annotated[int, typer.Option(help="target parquet shard size")] = 500,
-    force: Annotated[bool, typer.Option(help="publish over a different schema")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            help="publish over a different schema (--repo), or over a folder holding files "
+            "publishing did not write (they are deleted)"
+        ),
+    ] = False,
     uncurated: Annotated[
         bool,
         typer.Option(help="publish a folder that was not curated (the card says so)"),
@@ -383,7 +417,7 @@ def publish(
     folder = to or join(join(corpus, ".publish"), "dataset")
     with console.status("writing and validating the dataset folder…"):
         report, local_folder = publish_anywhere(
-            corpus, folder, shard_size_mb=shard_size_mb, uncurated=uncurated
+            corpus, folder, shard_size_mb=shard_size_mb, uncurated=uncurated, force=force
         )
     rows: dict[str, Any] = {
         "folder": folder,

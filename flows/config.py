@@ -38,7 +38,14 @@ from pydantic import (
 from worldtrace.collectors.recorder import RunRecorder
 from worldtrace.collectors.registry import get_collector
 from worldtrace.schemas.errors import ConfigError, InputError, validation_problems
-from worldtrace.schemas.storage import RemoteFolder, is_remote, join, local_path
+from worldtrace.schemas.storage import (
+    RemoteFolder,
+    check_persistent,
+    check_writable_folder,
+    is_remote,
+    join,
+    local_path,
+)
 
 
 class PolicyConfig(BaseModel):
@@ -61,7 +68,8 @@ _NOT_IDENTITY = {"workers", "out", "normalize", "retries", "sandbox_host"}
 class CollectConfig(BaseModel):
     """Everything a collection run needs."""
 
-    model_config = ConfigDict(extra="forbid")
+    # inf and nan are no limits: run.json (JSON) could not record them as they were given.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     domain: str = Field(description="collector domain, e.g. 'terminal'")
     episodes: int = Field(ge=1, description="number of episodes in the run")
@@ -74,6 +82,7 @@ class CollectConfig(BaseModel):
     run_name: str | None = Field(
         default=None,
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+        max_length=200,  # its episodes' file names add to it, under the 255-byte name limit
         description="run directory name; default: domain plus a hash of the config",
     )
     seed: int = Field(default=0, description="episode i uses seed + i")
@@ -138,7 +147,7 @@ class CollectConfig(BaseModel):
         value = str(value) if isinstance(value, Path) else value
         if isinstance(value, str):
             try:
-                is_remote(value)
+                check_persistent(value)
             except InputError as error:
                 raise ValueError(str(error)) from None
         return value
@@ -161,6 +170,11 @@ def config_digest(identity: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
+def check_run_location(config: CollectConfig) -> None:
+    """Raise :class:`InputError` when the run's folder (or its local stage) cannot be written."""
+    check_writable_folder(config.run_dir, "run directory")
+
+
 def claim_run(config: CollectConfig) -> str:
     """Create the run directory with its ``run.json`` (or check it matches); return its sha256.
 
@@ -168,6 +182,11 @@ def claim_run(config: CollectConfig) -> str:
     configuration (a replay policy's actions may hold anything) passes through Prefect. A
     remote run's ``run.json`` is checked against the one already there, and put there if none.
     """
+    check_run_location(config)
+    recorded = json.loads(json.dumps(config.identity()))
+    if validate_config({**recorded, "out": config.out}).identity() != recorded:
+        # A resume reads the config back from run.json: it must be the same config.
+        raise ConfigError("the config does not read back from run.json as it was given")
     remote = RemoteFolder(config.run_location) if is_remote(config.out) else None
     if remote is not None:
         remote.download("run.json")

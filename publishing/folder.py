@@ -36,7 +36,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -368,6 +368,28 @@ def _decode_first_row(shard: Path, features: Any) -> None:
         raise PublishError(f"{shard}: first row does not decode: {error!r}") from None
 
 
+def foreign_files(folder: Path) -> list[str]:
+    """Files in a published ``folder`` that its manifest does not list (someone else's)."""
+    manifest = folder / MANIFEST
+    try:
+        written = set(json.loads(manifest.read_text()))
+    except (OSError, ValueError):
+        written = set()
+    present = {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
+    return sorted(present - written - {MANIFEST})
+
+
+def _refuse_foreign(dest: str, foreign: Iterable[str], force: bool | None) -> None:
+    listed = sorted(foreign)
+    if listed and not force:
+        more = f" and {len(listed) - 10} more" if len(listed) > 10 else ""
+        shown = ", ".join(listed[:10]) + more
+        raise PublishError(
+            f"{dest} holds files that publishing did not write: {shown}. Move them out of the "
+            "folder, or pass --force to replace the folder with them"
+        )
+
+
 def _swap_in(temp: Path, dest: Path) -> None:
     old = dest.parent / f".{dest.name}{_OLD_MARK}{os.getpid()}"
     if dest.exists():
@@ -409,6 +431,12 @@ def publish_anywhere(
         report = publish_folder(corpus_dir, local_path(dest), **options)
         return report, report.dest
     target = RemoteFolder(str(dest))
+    remote_files = set(target.remote_files("**"))
+    if remote_files:
+        target.download(MANIFEST)
+        manifest = target.local / MANIFEST
+        written = set(json.loads(manifest.read_text())) if manifest.exists() else set()
+        _refuse_foreign(str(dest), remote_files - written - {MANIFEST}, options.get("force"))
     report = publish_folder(corpus_dir, target.local, **options)
     target.upload_tree(same_size_is_same=True, last=MANIFEST)
     target.remove_extra()
@@ -423,6 +451,7 @@ def publish_folder(
     name: str | None = None,
     full_validation: bool = False,
     uncurated: bool = False,
+    force: bool = False,
 ) -> PublishReport:
     """Write ``corpus_dir`` as a Hub-layout dataset folder at ``dest`` and return a report.
 
@@ -435,6 +464,10 @@ def publish_folder(
     half-curated corpus) is refused with a :class:`PublishError`, because nothing in it was
     deduplicated or scrubbed of secrets; ``uncurated=True`` publishes it anyway and the card
     says that it was not curated.
+
+    An earlier version at ``dest`` is replaced only when every file in it was written by
+    publishing (its manifest lists them): files someone added (notes, figures, another
+    shard) are named in a :class:`PublishError` and kept, unless ``force`` replaces them too.
     """
     corpus_dir, dest = Path(corpus_dir), Path(dest)
     if shard_size_mb <= 0:
@@ -449,6 +482,8 @@ def publish_folder(
         )
     if dest.exists() and any(dest.iterdir()) and not (dest / MANIFEST).exists():
         raise PublishError(f"{dest} exists and is not a published corpus: refusing to replace it")
+    if (dest / MANIFEST).exists():
+        _refuse_foreign(str(dest), foreign_files(dest), force)
     dest.parent.mkdir(parents=True, exist_ok=True)
     _clean_leftovers(dest)
     temp = dest.parent / f".{dest.name}{_TEMP_MARK}{os.getpid()}"

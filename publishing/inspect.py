@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from rich.table import Table
 
+from worldtrace.schemas.errors import InputError
 from worldtrace.schemas.layouts import transition_glob
 
 QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99)
@@ -30,6 +31,9 @@ def parquet_glob(path: str) -> str:
         return base if base.endswith(".parquet") else f"{base}/data/*/*.parquet"
     local = Path(path)
     if local.is_file():
+        with local.open("rb") as file:
+            if file.read(4) != b"PAR1":
+                raise InputError(f"{path} is a file but not a parquet file of transitions")
         return str(local)
     return transition_glob(local)
 

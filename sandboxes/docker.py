@@ -72,7 +72,7 @@ class SandboxDied(SandboxError):
 class Limits(BaseModel):
     """Resource limits of one sandbox."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # inf is no limit
 
     cpus: float = Field(default=1.0, gt=0, description="CPU cores the container may use")
     memory_mb: int = Field(default=512, ge=16, description="memory limit (no swap)")

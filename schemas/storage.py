@@ -26,6 +26,7 @@ from pathlib import Path
 from fsspec import AbstractFileSystem
 from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
+from fsspec.implementations.memory import MemoryFileSystem
 
 from worldtrace.schemas.errors import InputError
 
@@ -53,6 +54,47 @@ def local_path(location: str | Path) -> Path:
     """A local location as a path (a ``file://`` URL loses its scheme)."""
     text = str(location)
     return Path(url_to_fs(text)[1]) if "://" in text else Path(text)
+
+
+NAME_MAX = 255
+"""Longest file or folder name (bytes) the filesystems we write to accept."""
+
+
+def check_writable_folder(path: Path, what: str) -> None:
+    """Raise :class:`InputError` unless a folder at ``path`` can be created and written.
+
+    Checked before any work starts, so that a path that can never hold ``what`` (a file in
+    the way, a name too long, a read-only or virtual filesystem such as ``/proc``, a folder
+    the user may not write) is one clear error rather than a traceback after the run began.
+    """
+    too_long = [part for part in path.parts if len(os.fsencode(part)) > NAME_MAX]
+    if too_long:
+        raise InputError(
+            f"{what} {path}: the name {too_long[0][:40]}… is longer than {NAME_MAX} bytes"
+        )
+    existing = path
+    while not existing.exists():
+        if existing.is_symlink():  # a dangling link: mkdir would fail on it
+            raise InputError(f"{what} {path}: {existing} is a broken link")
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InputError(f"{what} {path}: {existing} is a file, not a folder")
+    stats = os.statvfs(existing)
+    if stats.f_blocks == 0:  # proc, sysfs, cgroup: nothing written there is kept
+        raise InputError(f"{what} {path}: {existing} is on a virtual filesystem")
+    if stats.f_flag & os.ST_RDONLY:
+        raise InputError(f"{what} {path}: {existing} is on a read-only filesystem")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"{what} {path}: {existing} is not writable by this user")
+
+
+def check_persistent(location: str) -> None:
+    """Raise :class:`InputError` when ``location`` is a filesystem that forgets (``memory://``).
+
+    A run, corpus or published folder must outlive the process that writes it.
+    """
+    if "://" in location and isinstance(_filesystem(location)[0], MemoryFileSystem):
+        raise InputError(f"{location} is in this process's memory: it is lost when it exits")
 
 
 def join(location: str | Path, name: str) -> str:

@@ -16,9 +16,17 @@ import pytest
 import yaml
 from datasets import Image, load_dataset
 from PIL import Image as PILImage
+from typer.testing import CliRunner
 
 from tests.records import make_transition
-from worldtrace.publishing.folder import MANIFEST, PublishError, manifest_of, publish_folder
+from worldtrace.flows.cli import app
+from worldtrace.publishing.folder import (
+    MANIFEST,
+    PublishError,
+    foreign_files,
+    manifest_of,
+    publish_folder,
+)
 from worldtrace.schemas import (
     SCHEMA_VERSION,
     EnvironmentRef,
@@ -387,10 +395,6 @@ def test_corpus_without_rows_is_refused(tmp_path: Path) -> None:
 def test_a_folder_that_was_not_curated_is_refused_unless_asked_and_then_labelled(
     tmp_path: Path,
 ) -> None:
-    from typer.testing import CliRunner
-
-    from worldtrace.flows.cli import app
-
     corpus = make_corpus(tmp_path / "run")
     (corpus / "corpus.json").unlink()  # what a run directory looks like: never curated
     (corpus / "stats.json").unlink()
@@ -430,3 +434,28 @@ def test_a_folder_republished_in_place_with_other_rows_loads_its_new_rows(tmp_pa
     publish_folder(small, dest)
     again = load_dataset(str(dest), "terminal", split="train", cache_dir=str(cache))
     assert again.num_rows == 10
+
+
+def test_republishing_over_files_someone_added_refuses_and_keeps_them(
+    published: Path, corpus: Path
+) -> None:
+    added = {"NOTES.md": b"my notes", "figures/plot.png": png(), "data/extra/x.parquet": b"x"}
+    for relative, content in added.items():
+        (published / relative).parent.mkdir(parents=True, exist_ok=True)
+        (published / relative).write_bytes(content)
+    refused = CliRunner().invoke(app, ["publish", str(corpus), "--to", str(published)])
+    assert refused.exit_code == 2, refused.output
+    assert "did not write" in refused.output
+    assert all(relative in refused.output for relative in added)
+    assert {r: (published / r).read_bytes() for r in added} == added
+
+    forced = CliRunner().invoke(app, ["publish", str(corpus), "--to", str(published), "--force"])
+    assert forced.exit_code == 0, forced.output
+    assert not any((published / relative).exists() for relative in added)
+    assert foreign_files(published) == []
+
+
+def test_republishing_over_only_its_own_files_needs_no_force(published: Path) -> None:
+    # A file publishing wrote, changed by hand, is still publishing's: it is replaced.
+    (published / "README.md").write_text("edited")
+    assert foreign_files(published) == []

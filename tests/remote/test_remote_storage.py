@@ -17,12 +17,13 @@ import polars as pl
 import pytest
 from datasets import load_dataset
 
+from tests.publishing.test_publish import make_corpus
 from tests.remote.conftest import SshServer
 from worldtrace.curation.config import CurationConfig
 from worldtrace.curation.pipeline import curate
 from worldtrace.flows.collect import run_collection
 from worldtrace.flows.config import CollectConfig, validate_config
-from worldtrace.publishing.folder import publish_anywhere
+from worldtrace.publishing.folder import PublishError, publish_anywhere
 from worldtrace.schemas.errors import InputError
 from worldtrace.schemas.storage import RemoteFolder
 
@@ -180,3 +181,14 @@ def test_a_url_holding_another_runs_manifest_is_refused(
 def test_an_unknown_protocol_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="cannot open nosuch://"):
         RemoteFolder("nosuch://bucket/run")
+
+
+def test_publishing_to_a_url_keeps_files_someone_added_there(store: str, tmp_path: Path) -> None:
+    corpus = make_corpus(tmp_path / "corpus")
+    publish_anywhere(str(corpus), f"{store}/dataset")
+    dataset = RemoteFolder(f"{store}/dataset")
+    dataset.fs.pipe_file(f"{dataset.root}/NOTES.md", b"my notes")
+    forget_staging(tmp_path)  # another machine publishes the next version
+    with pytest.raises(PublishError, match=r"NOTES\.md"):
+        publish_anywhere(str(corpus), f"{store}/dataset")
+    assert dataset.fs.cat_file(f"{dataset.root}/NOTES.md") == b"my notes"
