@@ -31,6 +31,11 @@ from worldtrace.flows.deploy import register as register_deploy_commands
 if TYPE_CHECKING:  # the libraries read their log settings at import: not before the options
     from worldtrace.collectors.episode import EpisodeResult
 
+REAPED_COMMANDS = frozenset({"collect", "run"})
+"""Commands whose helper processes (Prefect's temporary API, browsers) end with them, even
+when they are killed (:mod:`worldtrace.flows.reaper`). Not ``worker``, whose flow runs are
+meant to be finished by the next worker, nor ``server start``, whose server outlives it."""
+
 console = Console(stderr=True)
 """Progress, warnings and errors (stderr); results and tables go to stdout."""
 
@@ -104,6 +109,10 @@ def _options(
     api = server.select_api()
     if ctx.invoked_subcommand in server.FLOW_COMMANDS:
         console.print(Text(api, style="dim"), soft_wrap=True)
+    if ctx.invoked_subcommand in REAPED_COMMANDS:
+        from worldtrace.flows.reaper import reap_on_exit
+
+        reap_on_exit()
 
 
 def _summary(title: str, rows: dict[str, Any]) -> None:
