@@ -20,6 +20,7 @@ import worldtrace
 from worldtrace.collectors.base import Environment, EpisodePlan, HistoryItem, Policy
 from worldtrace.collectors.recorder import EpisodeWriter, now_utc
 from worldtrace.sandboxes.docker import SandboxError
+from worldtrace.sandboxes.engine import EngineLost, engine_lost
 from worldtrace.schemas.raw import RawEnd, RawObservation, RawStart, RawStep, RecordedLimits
 from worldtrace.schemas.records import EnvironmentRef, EpisodeStatus
 
@@ -95,6 +96,7 @@ def run_episode(
         # Whatever a stop did to the environment (sandboxes removed, browser killed) is ours.
         if _stop.is_set():
             raise _interrupt(writer) from None
+        _raise_if_engine_lost(writer, error)
         if isinstance(error, SandboxError):
             writer.abandon(f"sandbox failed during reset: {error}")
             raise
@@ -144,12 +146,22 @@ def run_episode(
     except Exception as error:
         if _stop.is_set():
             raise _interrupt(writer) from None
+        _raise_if_engine_lost(writer, error)
         if isinstance(error, SandboxError):
             writer.abandon(f"sandbox failed during the episode: {error}")
             raise
         return _seal_failed(writer, error, errors=errors)
     _seal(writer, status, errors, reward)
     return EpisodeResult(episode_id, status, writer.steps, errors, reward)
+
+
+def _raise_if_engine_lost(writer: EpisodeWriter, error: Exception) -> None:
+    """Set the episode aside and raise :class:`EngineLost` if the engine went away under it."""
+    if engine_lost(error):
+        writer.abandon(f"the sandbox engine stopped answering: {type(error).__name__}")
+        raise EngineLost(
+            f"the sandbox engine stopped answering ({type(error).__name__})"
+        ) from error
 
 
 def _start(

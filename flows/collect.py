@@ -26,10 +26,12 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from worldtrace.collectors.base import Environment
 from worldtrace.collectors.episode import (
     EpisodeInterrupted,
     EpisodeLimits,
     EpisodeResult,
+    request_stop,
     run_episode,
     seal_after_retries,
     stop_requested,
@@ -43,9 +45,21 @@ from worldtrace.flows.stopping import collecting
 from worldtrace.normalizers import normalize_run
 from worldtrace.sandboxes import remote
 from worldtrace.sandboxes.docker import RUN_LABEL, SandboxError, docker_client, gc, labelled
+from worldtrace.sandboxes.engine import EngineLost, remove_left_behind, wait_for_engine
 from worldtrace.schemas.errors import ConfigError
 from worldtrace.schemas.layouts import RunLayout
 from worldtrace.schemas.storage import RemoteFolder, is_remote
+
+ENGINE_WAIT_S = 120.0
+"""How long an episode whose engine went away waits for it to answer again (a daemon restart
+takes seconds) before the run stops, resumable."""
+
+
+class EngineGone(SandboxError):
+    """The engine did not come back within :data:`ENGINE_WAIT_S`: the run stops, resumable."""
+
+    def __init__(self, episode_id: str) -> None:
+        super().__init__(f"episode {episode_id}: the sandbox engine did not answer again")
 
 
 class EpisodeSandboxFailed(SandboxError):
@@ -94,29 +108,49 @@ def collect_episode(
     recorder = RunRecorder(config.run_dir, config.identity())
     # A slot of this machine's and this domain's sandbox limits while the sandbox lives, where
     # such limits exist on a Prefect server (flows/slots.py); nothing at all otherwise.
+    run_labels = {RUN_LABEL: config.resolved_run_name()}
     with sandbox_slot(config.domain, sandbox_host):
-        if stop_requested():  # asked while waiting for a slot
-            return _stopped(episode_id)
-        env = collector.make_environment(env_config)
-        try:
-            writer = recorder.begin(episode_id)
-            with remote.on_host(sandbox_host), labelled({RUN_LABEL: config.resolved_run_name()}):
-                result = run_episode(
-                    env,
-                    policy,
-                    writer,
-                    plan,
-                    EpisodeLimits(config.max_steps, config.step_timeout_s),
-                    on_step=progress.step_done,
-                )
-        except EpisodeInterrupted:
-            return _stopped(episode_id)
-        except SandboxError as error:
-            raise EpisodeSandboxFailed(episode_id, f"{type(error).__name__}: {error}") from None
-        finally:
-            env.close()
+        while True:  # again after the engine came back: the lost attempt was set aside
+            if stop_requested():  # asked while waiting for a slot or for the engine
+                return _stopped(episode_id)
+            env = collector.make_environment(env_config)
+            lost = False
+            try:
+                writer = recorder.begin(episode_id)
+                with remote.on_host(sandbox_host), labelled(run_labels):
+                    result = run_episode(
+                        env,
+                        policy,
+                        writer,
+                        plan,
+                        EpisodeLimits(config.max_steps, config.step_timeout_s),
+                        on_step=progress.step_done,
+                    )
+                break
+            except EpisodeInterrupted:
+                return _stopped(episode_id)
+            except EngineLost:
+                lost = True
+            except SandboxError as error:
+                raise EpisodeSandboxFailed(episode_id, f"{type(error).__name__}: {error}") from None
+            finally:
+                _close(env, engine_away=lost)
+            if not wait_for_engine(sandbox_host, ENGINE_WAIT_S):
+                request_stop()  # the other episodes are set aside too, at once
+                raise EngineGone(episode_id)
+            with remote.on_host(sandbox_host):
+                remove_left_behind(run_labels)
     progress.episode_done(result)
     return _counts(result)
+
+
+def _close(env: Environment, engine_away: bool) -> None:
+    """Close an episode's environment; while the engine is away, what fails is left for later."""
+    try:
+        env.close()
+    except Exception:
+        if not engine_away:
+            raise
 
 
 def _stopped(episode_id: str) -> dict[str, Any]:
@@ -157,13 +191,17 @@ def collect(
     sandbox_host = sandbox_host or remote.current_host()
     _prepare_sandbox_host(config, sandbox_host)
     # The sandboxes a killed attempt of this run left behind: their owner is dead.
-    orphans = gc(labels={RUN_LABEL: config.resolved_run_name()}, client=docker_client(sandbox_host))
+    run_labels = {RUN_LABEL: config.resolved_run_name()}
+    orphans = gc(labels=run_labels, client=docker_client(sandbox_host))
+    with remote.on_host(sandbox_host):  # and those this process could not remove, engine away
+        orphans += remove_left_behind(run_labels)
     recorder = RunRecorder(config.run_dir, config.identity())
     interrupted = recorder.recover_interrupted()
     sealed = recorder.sealed_ids()
     pending = [i for i in range(config.episodes) if config.episode_id(i) not in sealed]
     episode_task = collect_episode.with_options(retries=retries)
     results: list[dict[str, Any]] = []
+    engine_gone = False
     with collecting():
         futures = {
             index: episode_task.submit(str(local_dir), config_sha256, index, sandbox_host)
@@ -175,6 +213,9 @@ def collect(
                 results.append(future.result())
             except EpisodeAlreadySealed:
                 continue
+            except EngineGone:
+                engine_gone = True
+                results.append(_stopped(config.episode_id(index)))
             except EpisodeSandboxFailed as failure:
                 if stop_requested():
                     results.append(_stopped(config.episode_id(index)))
@@ -182,6 +223,12 @@ def collect(
                     results.append(_seal_broken_episode(config, index, failure.reason))
             if staged is not None and results[-1]["status"] != "stopped":
                 staged.upload(f"raw/episodes/{config.episode_id(index)}.jsonl", overwrite=False)
+    if engine_gone:
+        raise SandboxError(
+            f"the sandbox engine stopped answering and did not come back within "
+            f"{ENGINE_WAIT_S:.0f} s; the unfinished episodes were set aside: run the same "
+            "command again once it answers (`docker info`)"
+        )
     stopped = sum(r["status"] == "stopped" for r in results)
     results = [r for r in results if r["status"] != "stopped"]
     summary: dict[str, Any] = {

@@ -772,6 +772,12 @@ def labelled(labels: dict[str, str]) -> Iterator[None]:
         _context_labels.reset(token)
 
 
+def containers_in_use() -> set[str]:
+    """The ids of the containers of this process's sandboxes that are started and not closed."""
+    with _live_lock:
+        return {sandbox._container.id for sandbox in _live if sandbox._container is not None}
+
+
 def close_all() -> None:
     """Remove every sandbox this process started and has not closed."""
     with _live_lock:
