@@ -23,6 +23,17 @@ transitions exactly as ``worldtrace collect`` does. The rows of each case go thr
 scrub step. A case leaks if any run of more than :data:`LEAK_RUN` - 1 characters of its
 secret survives in any string of any of its rows (JSON columns decoded). Target: 100%.
 
+:data:`CONTEXT_FAMILIES` (issue 24) are secrets whose shape says nothing: credential files
+(``.netrc``, ``.pgpass``, a git credential store, an SSH private key) and tokens printed by a
+command asked for one (``gh auth token``, ``heroku auth:token``, ``aws configure get
+aws_secret_access_key``, ``vault print token``, ``kubectl get secret … -o jsonpath=…``, with
+and without ``| base64 -d``, ``gcloud auth print-access-token``, ``pass show``; the tools are
+fake scripts). Each is recorded in a real terminal with the command line on the screen, on a
+screen the command line cleared, and scrolled away by the next step; and rendered by the swe
+and mcp renderers as a ``run_shell_command``, ``read_file`` or ``read_text_file`` result
+(:func:`tool_case`). ``--families`` and ``--formats`` choose what is planted; ``--rows-out``
+keeps the recorded rows of every case to scrub them again with another scrubber.
+
 **False positives.** The precision set (:data:`PRECISION_FILE`, gzip'd JSONL: ``id``,
 ``domain``, ``source``, ``format``, ``columns``, ``text``) holds real observation texts of
 every domain in which a person found no secret and no personal data, so every row the
@@ -88,7 +99,17 @@ from worldtrace.curation.config import ScrubSettings
 from worldtrace.curation.scrub import TERMINAL_FORMAT, LogicalText, Scrubber, ScrubStep
 from worldtrace.curation.secrets import EMAIL, IPV4, IPV6
 from worldtrace.normalizers.base import episode_records
-from worldtrace.schemas import Action, Transition, to_row, transition_id
+from worldtrace.schemas import (
+    Action,
+    EnvironmentRef,
+    Observation,
+    PolicyRef,
+    Source,
+    Timing,
+    Transition,
+    to_row,
+    transition_id,
+)
 from worldtrace.schemas.raw import read_raw_episode
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -667,6 +688,226 @@ def placements_of(fmt: SecretFormat) -> list[str]:
     return names
 
 
+# --------------------------------------------------------------------------- context secrets
+# Secrets whose shape says nothing (issue 24): what makes them secrets is the format of the
+# file they are in, or the command that printed them because it was asked for one. Each is
+# planted in a real terminal (the command line on the screen, the screen cleared by the same
+# command line, the output scrolled away by the next step), in a swe ``run_shell_command`` and
+# ``read_file`` output, and in an mcp filesystem ``read_text_file`` result (the mcp servers
+# have no shell: command families are not planted there), the last two rendered by the
+# domains' own renderers from the raw records their drivers write.
+
+
+@dataclass(frozen=True)
+class ContextSecret:
+    """One planted context secret: the files the case starts with, what is run, the parts."""
+
+    files: dict[str, str]  # relative to the case folder; `bin/…` are the fake tools
+    command: str  # typed in the case folder
+    output: str  # what the command prints
+    parts: list[str]
+    path: str | None = None  # the file read, for read_file / read_text_file placements
+
+
+def _tool(name: str, body: str) -> dict[str, str]:
+    """A fake command-line tool printing ``body`` (the real ones need a network account)."""
+    return {f"bin/{name}": f"#!/bin/sh\n{body}"}
+
+
+def _printing(tool: str, command: str, value: str, newline: bool = True) -> ContextSecret:
+    fmt = "%s\\n" if newline else "%s"
+    return ContextSecret(
+        _tool(tool, f"printf '{fmt}' {shlex.quote(value)}"),
+        command,
+        value + ("\n" if newline else ""),
+        [value],
+    )
+
+
+def _netrc_line(rng: random.Random) -> ContextSecret:
+    first = _chars(rng, 14)
+    second = f"{_chars(rng, 6, string.ascii_lowercase)}-{rng.randint(10, 99)}"
+    text = (
+        f"machine api.heroku.com login dana@ops.example password {first}\n"
+        f"machine ftp.corp.example login deploy password {second}\n"
+    )
+    return ContextSecret({".netrc": text}, "cat .netrc", text, [first, second], ".netrc")
+
+
+def _netrc_entries(rng: random.Random) -> ContextSecret:
+    password = f"{_chars(rng, 5, string.ascii_lowercase)}{rng.randint(1000, 9999)}"
+    text = f"machine git.corp.example\n  login deploy\n  password {password}\n"
+    return ContextSecret({".netrc": text}, "cat .netrc", text, [password], ".netrc")
+
+
+def _pgpass(rng: random.Random) -> ContextSecret:
+    first = _chars(rng, 16)
+    second = f"{_chars(rng, 8, string.ascii_lowercase)}{rng.randint(1, 99)}"
+    text = f"db.internal:5432:shop:app:{first}\n*:*:*:readonly:{second}\n"
+    return ContextSecret({".pgpass": text}, "cat .pgpass", text, [first, second], ".pgpass")
+
+
+def _git_credentials(rng: random.Random) -> ContextSecret:
+    token = _chars(rng, 16, string.ascii_lowercase + string.digits)
+    password = f"{_chars(rng, 9, string.ascii_lowercase)}{rng.randint(10, 99)}"
+    text = f"https://{token}@github.com\nhttps://deploy:{password}@git.corp.example\n"
+    name = ".git-credentials"
+    return ContextSecret({name: text}, f"cat {name}", text, [token, password], name)
+
+
+def _ssh_key(rng: random.Random) -> ContextSecret:
+    key = _pem("OPENSSH PRIVATE KEY", 300, line=70)(rng)
+    name = ".ssh/id_ed25519"
+    return ContextSecret({name: key}, f"cat {name}", key + "\n", _key_body(key), name)
+
+
+CONTEXT_FAMILIES: dict[str, Callable[[random.Random], ContextSecret]] = {
+    "netrc-line": _netrc_line,
+    "netrc-entries": _netrc_entries,
+    "pgpass": _pgpass,
+    "git-credentials": _git_credentials,
+    "ssh-key": _ssh_key,
+    "gh-auth-token": lambda r: _printing("gh", "gh auth token", "gho_" + _chars(r, 36)),
+    "heroku-auth-token": lambda r: _printing(
+        "heroku", "heroku auth:token", str(uuid.UUID(bytes=r.randbytes(16), version=4))
+    ),
+    "aws-configure-get": lambda r: _printing(
+        "aws", "aws configure get aws_secret_access_key", _chars(r, 40, ALNUM + "/+")
+    ),
+    "vault-print-token": lambda r: _printing("vault", "vault print token", "s." + _chars(r, 24)),
+    "kubectl-jsonpath": lambda r: _printing(
+        "kubectl",
+        "kubectl get secret db -o jsonpath='{.data.password}'",
+        base64.b64encode(f"{_chars(r, 10)}!{r.randint(10, 99)}".encode()).decode(),
+        newline=False,  # jsonpath prints no newline: the prompt follows the value
+    ),
+    "kubectl-decoded": lambda r: _kubectl_decoded(r),
+    "gcloud-access-token": lambda r: _printing(
+        "gcloud", "gcloud auth print-access-token", "ya29." + _chars(r, 120, URLSAFE)
+    ),
+    "pass-show": lambda r: _pass_show(r),
+}
+"""Context families by name: how to plant one secret of each."""
+
+
+def _kubectl_decoded(rng: random.Random) -> ContextSecret:
+    password = f"{_chars(rng, 6, string.ascii_lowercase)}{rng.randint(100, 999)}"
+    encoded = base64.b64encode(password.encode()).decode()
+    command = "kubectl get secret db -o jsonpath='{.data.password}' | base64 -d"
+    return ContextSecret(_tool("kubectl", f"printf %s {encoded}"), command, password, [password])
+
+
+def _pass_show(rng: random.Random) -> ContextSecret:
+    password = f"{_chars(rng, 5, string.ascii_lowercase)} {_chars(rng, 5, string.ascii_lowercase)}"
+    body = f"{password}\nlogin: app\nurl: db.internal"
+    files = _tool("pass", f"printf '%s\\n' {shlex.quote(body)}")
+    return ContextSecret(files, "pass show db/prod", body + "\n", [password])
+
+
+CONTEXT_TERMINAL_PLACEMENTS = ("ctx-screen", "ctx-cleared", "ctx-scrolled")
+CONTEXT_TOOL_PLACEMENTS = ("swe-shell", "swe-read", "mcp-read")
+
+
+def context_case(family: str, secret: ContextSecret, placement: str) -> Case:
+    """A terminal case of a context secret (the fake tools put first on the PATH)."""
+    case = Case(family, placement, secret.parts[0], secret.parts, dict(secret.files))
+    tools = any(name.startswith("bin/") for name in secret.files)
+    steps = [command("export PATH=$PWD/bin:$PATH")] if tools else []
+    if placement == "ctx-screen":
+        steps += [command(secret.command), command("true")]
+    elif placement == "ctx-cleared":
+        steps += [command(f"clear; {secret.command}")]
+    else:
+        case.files["list.txt"] = "\n".join(f"item {i}" for i in range(HEIGHT + 5))
+        steps += [command(secret.command), command("cat list.txt")]
+    case.steps = steps
+    return case
+
+
+def _tool_transition(domain: str, step: int, episode: str, before: Observation,
+                     action: Action, after: Observation) -> dict[str, Any]:  # fmt: skip
+    transition = Transition(
+        id=transition_id(episode, step),
+        episode_id=episode,
+        step=step,
+        domain=domain,
+        env=EnvironmentRef(name=f"{domain}/planted", version="planted", config_hash="planted"),
+        task="planted secrets",
+        policy=PolicyRef(kind="replay", name="planted", version="1"),
+        observation=before,
+        action=action,
+        next_observation=after,
+        timing=Timing(started_at=datetime(2026, 11, 27, tzinfo=UTC), step_latency_s=0.01),
+        source=Source(origin="collected", collector_version="planted", licence="cc0-1.0"),
+    )
+    return to_row(transition)
+
+
+def tool_case(family: str, secret: ContextSecret, placement: str) -> tuple[Case, list[dict]]:
+    """A swe or mcp case: the call that shows the secret, then a call after it (whose
+    observation is the secret's output again), rendered by the domain's renderer."""
+    from worldtrace.collectors.mcp.render import McpRenderer
+    from worldtrace.collectors.swe.render import SweRenderer
+    from worldtrace.collectors.swe.tools import tool_call
+    from worldtrace.collectors.tool_calls import tool_call as mcp_call
+
+    case = Case(family, placement, secret.parts[0], secret.parts)
+    home = "/root/"
+    if placement == "swe-shell":
+        domain = "swe"
+        shown = secret.command.replace(" .", f" {home}.")
+        action = tool_call("run_shell_command", command=shown)
+        raw = {"tool": "run_shell_command", "output": secret.output, "exit_code": 0}
+        after = SweRenderer().observation(raw)
+        follow = tool_call("run_shell_command", command="ls")
+    elif placement == "swe-read":
+        domain = "swe"
+        lines = secret.output.rstrip("\n").split("\n")
+        numbered = "".join(f"{n:6}\t{line}\n" for n, line in enumerate(lines, 1))
+        action = tool_call("read_file", path=home + str(secret.path))
+        after = SweRenderer().observation({"tool": "read_file", "output": numbered})
+        follow = tool_call("list_dir", path=".")
+    else:
+        domain = "mcp"
+        content = secret.output
+        action = mcp_call("read_text_file", {"path": home + str(secret.path)})
+        raw = {
+            "tool": "read_text_file",
+            "server": "filesystem",
+            "result": {
+                "content": [{"type": "text", "text": content}],
+                "structuredContent": {"content": content},
+            },
+        }
+        after = McpRenderer().observation(raw)
+        follow = mcp_call("list_directory", {"path": home})
+    episode = f"planted-{family}-{placement}"
+    start = Observation(format="tool-result", text="[exit code: 0]\n")
+    end = Observation(format="tool-result", text="[exit code: 0]\n")
+    rows = [
+        _tool_transition(domain, 0, episode, start, action, after),
+        _tool_transition(domain, 1, episode, after, follow, end),
+    ]
+    return case, rows
+
+
+def context_plans(rng: random.Random, families: Sequence[str]) -> tuple[list, list]:
+    """The terminal plans (one fake format per family, for :func:`record_format`) and the
+    tool cases with their rows."""
+    terminal, tools = [], []
+    for family in families:
+        secret = CONTEXT_FAMILIES[family](rng)
+        fmt = SecretFormat(family, lambda _r: "", "CONTEXT")
+        terminal.append(
+            (fmt, [context_case(family, secret, name) for name in CONTEXT_TERMINAL_PLACEMENTS])
+        )
+        for name in CONTEXT_TOOL_PLACEMENTS:
+            if name != "swe-shell" and secret.path is None:
+                continue  # a command's output: no file to read, no shell in mcp
+            tools.append(tool_case(family, secret, name))
+    return terminal, tools
+
+
 # --------------------------------------------------------------------------- recording
 
 
@@ -689,7 +930,9 @@ def record_format(
         start = len(actions)
         actions += case.steps
         spans.append((start, len(actions)))
-    setup = tuple(write_file(path, text) for path, text in files.items())
+    setup = tuple(  # the fake tools of context cases are executable
+        write_file(path, text, "755" if "/bin/" in path else None) for path, text in files.items()
+    )
     setup += tuple(f"mkdir -p {WORKDIR}/c{i:02d}" for i in range(len(cases)))
     task = TerminalTask(name=f"plant-{fmt.name}", instruction="planted secrets", setup=setup)
     env = TerminalEnvironment(TerminalConfig(image=image, width=WIDTH, height=HEIGHT))
@@ -807,9 +1050,17 @@ def layout(case: Case, rows: list[dict[str, Any]]) -> dict[str, bool]:
 
 
 def measure_recall(
-    image: str, workers: int, seed: int, work: Path, formats: Sequence[SecretFormat] = FORMATS
+    image: str,
+    workers: int,
+    seed: int,
+    work: Path,
+    formats: Sequence[SecretFormat] = FORMATS,
+    families: Sequence[str] = tuple(CONTEXT_FAMILIES),
+    rows_out: Path | None = None,
 ) -> dict[str, Any]:
-    """Plant every format in every placement that fits it; return per-case results."""
+    """Plant every format in every placement that fits it, and every context family in its
+    placements; return per-case results (``rows_out``: the recorded rows of every case, one
+    JSON line a case, to scrub again with another scrubber)."""
     rng = random.Random(seed)
     prompt = first_prompt(image)
     plans = []
@@ -817,10 +1068,20 @@ def measure_recall(
         value = fmt.make(rng)
         cases = [PLACEMENTS[name](fmt, value, prompt) for name in placements_of(fmt)]
         plans.append((fmt, cases))
+    context_terminal, tool_cases = context_plans(random.Random(seed + 1), families)
+    plans += context_terminal
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=workers) as pool:
         recorded = list(pool.map(lambda plan: record_format(plan[0], plan[1], work, image), plans))
     record_s = time.monotonic() - started
+    recorded.append(tool_cases)
+    if rows_out is not None:
+        with open(rows_out, "w", encoding="utf-8") as handle:
+            for fmt_cases in recorded:
+                for case, rows in fmt_cases:
+                    entry = {"format": case.format, "placement": case.placement}
+                    record = {**entry, "parts": case.parts, "rows": rows}
+                    handle.write(json.dumps(record, default=str) + "\n")
     results = []
     scrub_s = 0.0
     for fmt_cases in recorded:
@@ -834,6 +1095,7 @@ def measure_recall(
                 {
                     "format": case.format,
                     "placement": case.placement,
+                    "context": case.format in CONTEXT_FAMILIES,
                     "rows": len(rows),
                     "planted": planted,
                     **layout(case, rows),
@@ -914,6 +1176,8 @@ def measure_false_positives(rows: list[dict[str, Any]], name: str) -> dict[str, 
 
 PRECISION_FILE = Path(__file__).resolve().parent / "data" / "scrub_precision.jsonl.gz"
 """Real observation texts of every domain, none holding a secret or personal data."""
+NEAR_MISS_FILE = Path(__file__).resolve().parent / "data" / "scrub_near_misses.json"
+"""Near-misses of context secrets (issue 24), read with the precision set."""
 REMOVED_FILE = Path(__file__).resolve().parent / "data" / "scrub_precision_removed.json"
 """The drawn rows left out of the precision set by hand, each with what it holds and why."""
 TARGET_PRECISION_FP_RATE = 0.005
@@ -926,20 +1190,35 @@ CONTEXT_CHARS = 40
 """Characters shown on each side of a replaced span."""
 
 
-def precision_rows(path: Path = PRECISION_FILE) -> list[dict[str, Any]]:
-    """The rows of the precision set: ``id``, ``domain``, ``format``, ``columns``, ``text``."""
+def precision_rows(
+    path: Path = PRECISION_FILE, near_misses: Path | None = NEAR_MISS_FILE
+) -> list[dict[str, Any]]:
+    """The rows of the precision set: ``id``, ``domain``, ``format``, ``columns``, ``text``,
+    and the near-misses of context secrets (with the ``action`` that printed them, if any)."""
     with gzip.open(path, "rt", encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+        rows = [json.loads(line) for line in handle if line.strip()]
+    if near_misses is not None:
+        rows += json.loads(near_misses.read_text(encoding="utf-8"))["rows"]
+    return rows
 
 
 def scrub_observation(scrubber: Scrubber, row: dict[str, Any]) -> str:
-    """The row's text as the scrub step leaves it (a terminal screen joined at its width)."""
+    """The row's text as the scrub step leaves it (a terminal screen joined at its width),
+    with the row's action as its context when it has one."""
     width = row.get("columns") if row.get("format") == TERMINAL_FORMAT else None
+    if row.get("action"):
+        return scrubber.observation(row["text"], row["format"], width or None, row["action"])
     return scrubber.text(row["text"], width=width or None)
 
 
 def replaced_spans(scrubber: Scrubber, row: dict[str, Any]) -> list[dict[str, str]]:
     """What the scrubber replaces in a row: kind, value and the text around it."""
+    if row.get("action"):  # the action's context: what changed, from a diff
+        after = scrub_observation(scrubber, row)
+        return [
+            {"kind": "context", "value": value, "context": value}
+            for value in replaced({"text": row["text"]}, {"text": after})
+        ]
     width = row.get("columns") if row.get("format") == TERMINAL_FORMAT else None
     view = LogicalText(row["text"], width or None)
     text = view.logical
@@ -1307,7 +1586,12 @@ def summarize(cases: list[dict[str, Any]]) -> dict[str, Any]:
             counter["wrapped"] += case["wrapped"]
             counter["split"] += case["split"]
     leaked = sum(case["leaked"] for case in cases)
+    context = [case for case in cases if case.get("context")]
+    context_leaked = sum(case["leaked"] for case in context)
     return {
+        "context_cases": len(context),
+        "context_leaked": context_leaked,
+        "context_recall": 1 - context_leaked / len(context) if context else None,
         "formats": len(by_format),
         "placements": len(by_placement),
         "cases": len(cases),
@@ -1353,6 +1637,11 @@ def print_recall(console: Any, recall: dict[str, Any]) -> None:
     console.print(table)
     verdict = "met" if summary["recall"] >= TARGET_RECALL else "MISSED"
     console.print(f"recall {summary['recall']:.2%} (target 100%): {verdict}")
+    if summary.get("context_cases"):
+        console.print(
+            f"of which context secrets: {summary['context_cases']} cases, "
+            f"{summary['context_leaked']} leaked, recall {summary['context_recall']:.2%}"
+        )
     for case in recall["cases"]:
         if case["leaked"]:
             console.print(
@@ -1524,7 +1813,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the planted secrets")
     parser.add_argument("--image", default="worldtrace/terminal:latest")
     parser.add_argument(
-        "--formats", nargs="*", choices=[f.name for f in FORMATS], help="only these formats"
+        "--formats",
+        nargs="*",
+        choices=[f.name for f in FORMATS],
+        help="only these formats (no names: all of them; none with --families alone)",
+    )
+    parser.add_argument(
+        "--families",
+        nargs="*",
+        choices=list(CONTEXT_FAMILIES),
+        help="only these context families (no names: all of them; none with --formats alone)",
+    )
+    parser.add_argument(
+        "--rows-out", type=Path, help="write every planted case's recorded rows here (JSONL)"
     )
     parser.add_argument("--output", type=Path, default=RESULTS_FILE)
     args = parser.parse_args(argv)
@@ -1553,8 +1854,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-scrubbing-", dir=RESULTS_DIR) as tmp:
         work = Path(tmp)
         if not args.precision_only:
-            formats = [f for f in FORMATS if not args.formats or f.name in args.formats]
-            recall = measure_recall(args.image, args.workers, args.seed, work / "planted", formats)
+            # neither flag: everything; one of them: only that one (with no names: all of it)
+            formats, families = list(FORMATS), list(CONTEXT_FAMILIES)
+            if args.formats is not None or args.families is not None:
+                names = args.formats if args.formats is not None else []
+                formats = [f for f in FORMATS if f.name in names or args.formats == []]
+                families = args.families or ([] if args.families is None else families)
+            recall = measure_recall(
+                args.image,
+                args.workers,
+                args.seed,
+                work / "planted",
+                formats,
+                families,
+                args.rows_out,
+            )
             recall["summary"] = summarize(recall["cases"])
         workers = ["--workers", str(args.workers)]
         corpus = args.corpus

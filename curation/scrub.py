@@ -20,6 +20,14 @@ what to replace.
   is left of it when its start or end has scrolled away (a suffix at the start of a
   screen, a prefix at the end of a full-width last line, whole lines of a multi-line key).
   Rows of one episode arrive in step order within a file, as curation reads them.
+* **What the action gives away.** The row's action may be a command that prints a secret
+  because it was asked for one (``gh auth token``, ``kubectl get secret … -o jsonpath=…``)
+  or that reads a credential file (``cat ~/.pgpass``, swe's ``read_file`` and the mcp
+  filesystem's ``read_text_file`` of ``~/.git-credentials`` or ``~/.ssh/id_ed25519``): its
+  output in the next observation is read for what that command prints (see
+  :func:`action_output`, :func:`worldtrace.curation.secrets.context_findings`). A terminal
+  screen that shows the command line is read by the finder itself; a screen the command
+  cleared is its output up to the prompt that came back.
 * **Typed secrets.** Text typed at a password prompt (the screen's last line asks for a
   password or passphrase) and a web ``fill`` of a field named like a password are secrets
   without any pattern.
@@ -39,7 +47,17 @@ from datatrove.data import DocumentsPipeline
 from worldtrace.collectors.terminal.actions import is_key_name
 from worldtrace.curation.config import ScrubSettings
 from worldtrace.curation.documents import render_transition
-from worldtrace.curation.secrets import PII_KINDS, Finding, SecretFinder, merge, placeholder
+from worldtrace.curation.secrets import (
+    PII_KINDS,
+    Finding,
+    SecretFinder,
+    command_output_kind,
+    context_findings,
+    file_output_kind,
+    merge,
+    output_end,
+    placeholder,
+)
 from worldtrace.curation.storage import Location
 from worldtrace.curation.tally import TallyStep
 
@@ -100,6 +118,48 @@ class LogicalText:
         if not self.soft:
             return start, end
         return start + bisect_right(self.soft, start), end + bisect_left(self.soft, end)
+
+
+_COMMAND_ARGUMENTS = ("command", "cmd", "script")
+_PATH_ARGUMENTS = ("path", "paths", "file", "file_path", "filename")
+_READING_TOOL = re.compile(r"(?i)read|view|cat|show|open")
+
+
+def action_output(action: dict[str, Any], arguments: Any) -> tuple[str | None, str | None]:
+    """The command an action ran and how its output is read for secrets.
+
+    Both are None when the action gives nothing away.
+    A terminal's typed command line, a tool's ``command`` argument (swe's
+    ``run_shell_command``) read by :func:`command_output_kind`; the ``path`` (or ``paths``)
+    of a tool that reads files (swe's ``read_file``, the mcp filesystem's
+    ``read_text_file``) by :func:`file_output_kind`.
+    """
+    if not isinstance(arguments, dict):
+        return None, None
+    name = str(action.get("name") or "")
+    if name == "keys":
+        items = arguments.get("keys")
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, str) and not is_key_name(item):
+                kind = command_output_kind(item)
+                if kind is not None:
+                    return item, kind
+        return None, None
+    for key in _COMMAND_ARGUMENTS:
+        value = arguments.get(key)
+        if isinstance(value, str):
+            kind = command_output_kind(value)
+            if kind is not None:
+                return value, kind
+    if _READING_TOOL.search(name):
+        for key in _PATH_ARGUMENTS:
+            value = arguments.get(key)
+            for path in value if isinstance(value, list) else [value]:
+                if isinstance(path, str):
+                    kind = file_output_kind(path)
+                    if kind is not None:
+                        return None, kind
+    return None, None
 
 
 def replace_spans(text: str, spans: list[Finding]) -> str:
@@ -287,6 +347,33 @@ class Scrubber:
             return raw
         return json.dumps(scrubbed, sort_keys=True, ensure_ascii=False)
 
+    def observation(
+        self,
+        text: str,
+        fmt: str = "",
+        width: int | None = None,
+        action: dict[str, Any] | None = None,
+    ) -> str:
+        """Return an observation text scrubbed as the next observation of a row.
+
+        The row's action is ``action`` (``name`` and ``arguments``): what it gives away is
+        replaced too (see :func:`action_output`), as the row scrubber does.
+        """
+        meta = json.dumps({"columns": width}) if width else None
+        action = action or {}
+        row: dict[str, Any] = {
+            "task": None,
+            "observation": {"format": fmt, "text": "", "meta": None},
+            "action": {
+                "name": action.get("name") or "",
+                "arguments": json.dumps(action.get("arguments") or {}),
+                "text": "",
+            },
+            "next_observation": {"format": fmt, "text": text, "meta": meta},
+        }
+        self.row(row)
+        return row["next_observation"]["text"]
+
     def row(self, row: dict[str, Any], known: KnownSecrets | None = None) -> None:
         """Scrub the text fields of a transition row in place.
 
@@ -338,6 +425,7 @@ class _RowScrub:
             ("action", "arguments"),
         ):
             self._add_json(part, column)
+        self._add_context()
 
         for text in [*self.screens.values(), *self.texts.values()]:
             for kind, start, end in text.findings:
@@ -399,6 +487,37 @@ class _RowScrub:
         view = LogicalText(f"{scrollback}\n{screen}" if scrollback else screen, width)
         separator = len(scrollback) if scrollback else -1
         self.screens[part] = _Text(view, self.scrubber.find(view.logical), separator)
+
+    def _add_context(self) -> None:
+        """Add the secrets the action gives away in the next observation to its findings.
+
+        That is what a command that asked for a token printed, the passwords of a credential
+        file it read (see :func:`action_output`). On a screen that shows the command line the
+        finder has read the output already; a screen the command cleared is its output up to
+        the prompt that came back.
+        """
+        command, kind = action_output(
+            self.row.get("action") or {}, self.parsed.get(("action", "arguments"))
+        )
+        if kind is None:
+            return
+        observation = self.row.get("next_observation") or {}
+        screen = self.screens.get("next_observation")
+        if screen is not None:
+            logical = screen.view.logical
+            if command and command.strip() in logical:
+                return  # the command line is on the screen: the finder read its output
+            before = (self.row.get("observation") or {}).get("text") or ""
+            prompt = before.rstrip().rsplit("\n", 1)[-1] or None
+            extra = context_findings(kind, logical, 0, output_end(logical, 0, prompt))
+            if extra:
+                screen.findings = merge([*screen.findings, *extra])
+            return
+        text = self.texts.get(observation.get("text") or "")
+        if text is not None:
+            extra = context_findings(kind, text.view.logical)
+            if extra:
+                text.findings = merge([*text.findings, *extra])
 
     def _typed_secrets(self) -> list[str]:
         """Text typed at a password prompt, or filled into a password field of a web page."""

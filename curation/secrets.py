@@ -17,7 +17,16 @@ URL credentials), its entropy measure, and our own patterns for what it lacks:
   parameters, HTTP ``Authorization``/``Bearer``/``X-Api-Key`` headers and cookies, and a few
   tools' password flags (``mysql -p…``, ``curl -u user:pass``, ``sshpass -p``);
 * tokens that look random (mixed case and digits, high entropy, not made of words) and hex
-  strings that follow a secret-sounding word; bare hex (git hashes, checksums) is left.
+  strings that follow a secret-sounding word; bare hex (git hashes, checksums) is left;
+* secrets whose shape says nothing, by their context: the passwords of ``.netrc`` entries
+  (``machine … login … password …``), and, in the output of a command or tool that read
+  the file or asked for the secret (:func:`command_output_kind`, :func:`file_output_kind`),
+  the passwords of ``.pgpass`` lines and of git credential-store URLs (or the token that is
+  a URL's user), a private key file whole, and the value a command printed because it was
+  asked for it (``gh auth token``, ``heroku auth:token``, ``aws configure get
+  aws_secret_access_key``, ``vault print token``, ``kubectl get secret … -o jsonpath=…``).
+  A terminal screen shows the command line above its output (:func:`terminal_outputs`);
+  elsewhere the row's action names the command (``worldtrace.curation.scrub``).
 
 What counts as a secret-sounding name is decided by :func:`secret_name_kind`: names built
 from PASSWORD, SECRET, TOKEN, KEY or CREDENTIAL parts (``DB_PASSWORD``, ``apiKey``,
@@ -60,6 +69,7 @@ import ipaddress
 import itertools
 import math
 import re
+import shlex
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -131,7 +141,7 @@ def priority(kind: str) -> int:
         return 0
     if kind in GUESSED_KINDS:
         return 1
-    if kind in KEYWORD_KINDS:
+    if kind in KEYWORD_KINDS or kind == "printed_secret":
         return 2
     return 3  # a provider format, a private key, a JWT, URL credentials
 
@@ -243,6 +253,9 @@ _TEMPLATE_OR_REFERENCE = re.compile(r"^\{[a-z_]+\}|(?:^|[\s(])[a-z][a-z0-9._-]*\
 _SETTING_NAME = re.compile(r"/?[A-Z][a-z]+(?:[A-Z][a-z]+)+=")
 _MADE_UP = re.compile(r"(?i)fake|dummy|example|placeholder|your[_\-]?|redacted|xxxx|\*\*\*")
 _COLOR = re.compile(r"#(?:[0-9a-fA-F]{3}){1,2}(?:[0-9a-fA-F]{2})?(?: \w+)*")  # `Token: '#ddd bold'`
+# The size of a secret, where its value is not shown (`kubectl describe secret`: `password:  16
+# bytes`).
+_SIZE = re.compile(r"\d+ (?:bytes?|characters|chars)")
 # A manual's metavariables (`VALUE,[KEY=VALUE,...]`, `LOCAL_FILE_PATH,[...]`), or one followed
 # by the manual's sentence (`VALUE pairs of HTTP headers …`).
 _METAVARIABLES = re.compile(r"(?=.*[A-Z]{3})[A-Z_\[\],.=…]+|[A-Z][A-Z_]{3,}[ \t]+[a-z][^\n]*")
@@ -290,6 +303,8 @@ def is_secret_value(value: str, name: str | None = None) -> bool:
     if _METAVARIABLES.fullmatch(value):
         return False  # `VALUE,[KEY=VALUE,...]`, `LOCAL_FILE_PATH,[...]`, `VALUE pairs of …`
     if value.endswith(("…", "...")) or _MADE_UP.search(value) or _COLOR.fullmatch(value):
+        return False
+    if _SIZE.fullmatch(value):
         return False
     if _TEMPLATE_OR_REFERENCE.search(value) or _SETTING_NAME.fullmatch(value):
         return False
@@ -404,7 +419,8 @@ _BASE64_TAIL = re.compile(r"[ \t]*[A-Za-z0-9+/]+={0,2}[ \t]*")
 
 _PEM_BEGIN = re.compile(r"-{4,5} ?BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)? ?-{4,5}")
 _PEM_END = re.compile(r"-{4,5} ?END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)? ?-{4,5}")
-_PEM_BODY_LINE = re.compile(r"[ \t]*(?:[A-Za-z0-9+/=]+|[A-Za-z][A-Za-z-]*: .*)[ \t]*")
+# a body line, after the line number a swe read_file puts before it (`    12\t`)
+_PEM_BODY_LINE = re.compile(r"[ \t]*(?:\d+\t)?(?:[A-Za-z0-9+/=]+|[A-Za-z][A-Za-z-]*: .*)[ \t]*")
 _PEM_ESCAPED_BODY = re.compile(r"(?:\\n|\\r|[A-Za-z0-9+/=])+")
 _PUTTY = re.compile(r"PuTTY-User-Key-File-\d+: [^\n]*")
 _PUTTY_LINE = re.compile(r"[ \t]*(?:[A-Za-z][A-Za-z-]*: [^\n]*|[A-Za-z0-9+/=]+)")
@@ -901,6 +917,382 @@ def _outside_badge_queries(line: str, found: list[Finding]) -> list[Finding]:
     ]
 
 
+# --------------------------------------------------------------------------- context
+
+# Secrets whose shape says nothing: what makes them secrets is the format of the file they
+# are in (a `.netrc`, a `.pgpass`, git's credential store, a private key file) or the command
+# that printed them because it was asked for one (`gh auth token`, `aws configure get
+# aws_secret_access_key`, `kubectl get secret … -o jsonpath=…`). The command is the action of
+# a row (a typed command line, a swe shell command, a tool reading a path) or, on a terminal
+# screen, the command line shown above the output.
+
+CONTEXT_KINDS = frozenset({"netrc", "pgpass", "git_credentials", "private_key", "token", "value"})
+"""How an output is read: a file format, a token printed alone (``token``), or a secret value
+printed alone (``value``: the first line whole, blanks included)."""
+
+# Programs whose output is the file they are given (a `cat ~/.netrc`, a `grep … ~/.pgpass`).
+_READERS = frozenset(
+    {"cat", "tac", "nl", "less", "more", "most", "head", "tail", "bat", "batcat", "view", "sed",
+     "awk", "grep", "egrep", "fgrep", "rg", "cut", "sort", "column", "strings", "type"}
+)  # fmt: skip
+# Files whose format says where the secret is, by path.
+_CREDENTIAL_FILES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?:^|/)[._]netrc$"), "netrc"),
+    (re.compile(r"(?:^|/)(?:\.pgpass|pgpass\.conf)$"), "pgpass"),
+    (re.compile(r"(?:^|/)(?:\.git-credentials|git/credentials)$"), "git_credentials"),
+    (
+        re.compile(
+            r"(?:^|/)\.ssh/(?!(?:config|known_hosts(?:\.old)?|authorized_keys2?|environment|rc)$)"
+            r"[^/\s]+$|(?:^|/)(?:id_(?:rsa|dsa|ecdsa|ed25519|xmss)(?:_sk)?(?:[_.-][\w.-]*)?|"
+            r"ssh_host_[a-z0-9_]+_key)$|\.(?:ppk|key)$"
+        ),
+        "private_key",
+    ),
+)
+# Programs that print a token when asked `PROGRAM auth token`, and other token printers.
+_TOKEN_SUBCOMMANDS = frozenset(
+    {"print-access-token", "print-identity-token", "get-access-token", "get-login-password"}
+)
+_PASSWORD_MANAGERS = {"pass": "show", "gopass": "show", "secret-tool": "lookup", "op": "read"}
+_WRAPPERS = frozenset({"sudo", "env", "command", "exec", "time", "nice", "nohup", "doas"})
+_WRAPPER_ARGUMENTS = frozenset({"-u", "-g", "-n", "-C"})  # `sudo -u bob`, `nice -n 5`
+_SEPARATORS = frozenset({";", "&&", "||", "&", "\n"})
+# kubectl's `-o jsonpath=…`, `-ojsonpath=…`, `--output=go-template=…` (the value alone after `-o`)
+_TEMPLATE_OUTPUT = re.compile(r"(?:-o=?|--output=?)?(?:jsonpath|go-template|template)\b")
+_SHELL_WORDS = re.compile(r"\|\||&&|[;|&\n]|[^\s;|&]+")
+
+
+def _pipelines(command: str) -> list[list[list[str]]]:
+    """A command line as pipelines of commands of words (quotes removed where they close)."""
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        words = list(lexer)
+    except ValueError:  # an unclosed quote: a command line still being typed
+        words = _SHELL_WORDS.findall(command)
+    pipelines: list[list[list[str]]] = [[[]]]
+    for word in words:
+        if word in _SEPARATORS:
+            pipelines.append([[]])
+        elif word == "|":
+            pipelines[-1].append([])
+        else:
+            pipelines[-1][-1].append(word)
+    return [[c for c in pipeline if c] for pipeline in pipelines if any(pipeline)]
+
+
+def _program(words: list[str]) -> list[str]:
+    """The words of a command from its program on (``sudo -u bob``, ``env``, ``A=b`` left)."""
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word in _WRAPPERS or re.fullmatch(r"[A-Za-z_]\w*=\S*", word):
+            index += 1
+        elif word.startswith("-") and index > 0 and words[index - 1] in _WRAPPERS | {"-u"}:
+            index += 2 if word in _WRAPPER_ARGUMENTS else 1
+        else:
+            break
+    return words[index:]
+
+
+def _asks_for_secret(words: list[str], pipeline: list[list[str]]) -> str | None:
+    """``token`` or ``value`` when the command (in its pipeline) prints a secret it asked for."""
+    program = words[0].rsplit("/", 1)[-1]
+    rest = words[1:]
+    if rest[:2] == ["auth", "token"] or rest[:1] == ["auth:token"]:
+        return "token"  # gh, glab, doctl …; heroku
+    if _TOKEN_SUBCOMMANDS & set(rest):
+        return "token"  # gcloud auth print-access-token, az account get-access-token, aws ecr …
+    if program == "vault":
+        if rest[:2] == ["print", "token"]:
+            return "token"
+        if any(w == "-field" or w.startswith("-field=") for w in rest):
+            return "value"
+    if program == "kubectl" and "get" in rest:
+        after = rest[rest.index("get") + 1 :]
+        if after and (after[0] in ("secret", "secrets") or after[0].startswith("secret/")):
+            templated = any(_TEMPLATE_OUTPUT.match(w) for w in after)
+            decoded = any(
+                c[:1] == ["base64"] and {"-d", "--decode", "-D"} & set(c) for c in pipeline
+            )
+            if templated or decoded:
+                return "value"
+    if program == "kubectl" and rest[:1] == ["create"] and "token" in rest[1:2]:
+        return "token"
+    if program == "aws" and "configure" in rest:
+        after = rest[rest.index("configure") + 1 :]
+        if len(after) >= 2 and after[0] == "get":
+            name = after[1].rsplit(".", 1)[-1]
+            return "token" if secret_name_kind(name) is not None else None
+    if _PASSWORD_MANAGERS.get(program) in rest[:1]:
+        return "value"
+    if program == "security" and rest[:1] and "password" in rest[0] and "-w" in rest:
+        return "value"
+    if program == "bw" and rest[:2] == ["get", "password"]:
+        return "value"
+    return None
+
+
+def file_output_kind(path: str) -> str | None:
+    """How the content of the file at ``path`` is read for secrets (None: like any text)."""
+    path = path.strip().strip("'\"")
+    if path.endswith(".pub"):
+        return None
+    for pattern, kind in _CREDENTIAL_FILES:
+        if pattern.search(path):
+            return kind
+    return None
+
+
+def command_output_kind(command: str) -> str | None:
+    """How the output of a shell command line is read for secrets (None: like any text).
+
+    ``token`` or ``value`` for a command that prints a secret it was asked for, a file format
+    for a reading program (``cat``, ``head``, ``grep`` …) given a credential file. Only the
+    programs of the line's commands count (`echo gh auth token` prints no token).
+    """
+    for pipeline in _pipelines(command):
+        for command_words in pipeline:
+            words = _program(command_words)
+            if not words:
+                continue
+            kind = _asks_for_secret(words, pipeline)
+            if kind is not None:
+                return kind
+            if words[0].rsplit("/", 1)[-1] in _READERS:
+                for word in words[1:]:
+                    kind = file_output_kind(word)
+                    if kind is not None:
+                        return kind
+    return None
+
+
+# a swe read_file line number (`     3\t`): not part of the file
+_LINE_NUMBER = re.compile(r"[ \t]*\d+\t")
+_NETRC_TOKEN = re.compile(r'"[^"\n]*"|(?:[^\s\\]|\\(?![nrt]))+')
+_NETRC_KEYWORDS = frozenset({"machine", "default", "login", "password", "passwd", "account",
+                             "macdef", "port"})  # fmt: skip
+_NETRC_SECRETS = frozenset({"password", "passwd", "account"})
+_NETRC_START = re.compile(r"[ \t]*(?:machine[ \t]+\S+|default)(?:[ \t]|$)")
+_NETRC_LINE = re.compile(r"[ \t]*(?:login|password|passwd|account|macdef|port)\b")
+_PGPASS_LINE = re.compile(r"[ \t]*([^:\s#][^:\s]*):(\d+|\*):([^:\s]+):((?:[^:\\\s]|\\.)+):(\S.*)")
+_CREDENTIAL_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://([^\s/@\"']+)@[^\s\"']")
+_PRINTED_TOKEN = re.compile(r"[A-Za-z0-9+/=._~:\-]{8,}")
+_PRINTED_WORD = re.compile(r"\S{4,}")
+# A line that is a message, not a value: an error, a usage line, a sentence.
+_MESSAGE = re.compile(
+    r"(?i)^(?:error|usage|warning|fatal|no[ \t]|unable|could not|cannot|can't|failed|not[ \t]|"
+    r"the[ \t]|please|run[ \t]|try[ \t])|: |[.!]$|^\["
+)
+_PROMPT_END = re.compile(r"[$#%>][ \t]*$")
+# a line of key material alone: base64 of random bytes (letters of both cases and digits)
+_KEY_MATERIAL = re.compile(
+    r"[ \t]*(?=[^\n]*[A-Z])(?=[^\n]*[a-z])(?=[^\n]*\d)[A-Za-z0-9+/]{16,}={0,2}[ \t]*"
+)
+
+
+def _lines(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """The bounds of each line of ``text[start:end]``, a swe line number left out."""
+    position = start
+    while position < end:
+        line_end = text.find("\n", position, end)
+        line_end = end if line_end < 0 else line_end
+        number = _LINE_NUMBER.match(text, position, line_end)
+        yield (number.end() if number else position), line_end
+        position = line_end + 1
+
+
+def _netrc(text: str, start: int, end: int, whole: bool) -> list[Finding]:
+    """The passwords of netrc entries: the word after ``password``, ``passwd`` or ``account``.
+
+    ``whole``: the text is a netrc file; otherwise only entries that start with a
+    ``machine NAME`` or ``default`` line, and the lines of login, password … that follow it.
+    """
+    spans: list[tuple[int, int]] = []
+    if whole:
+        spans.append((start, end))
+    else:
+        inside = False
+        for line_start, line_end in _lines(text, start, end):
+            if _NETRC_START.match(text, line_start, line_end):
+                if inside:
+                    spans[-1] = (spans[-1][0], line_end)
+                else:
+                    spans.append((line_start, line_end))
+                inside = True
+            elif inside and _NETRC_LINE.match(text, line_start, line_end):
+                spans[-1] = (spans[-1][0], line_end)
+            else:
+                inside = False
+    found: list[Finding] = []
+    for span_start, span_end in spans:
+        tokens = [
+            match
+            for line_start, line_end in _lines(text, span_start, span_end)
+            for match in _NETRC_TOKEN.finditer(text, line_start, line_end)
+        ]
+        for keyword, value in itertools.pairwise(tokens):
+            if keyword.group() not in _NETRC_SECRETS or value.group() in _NETRC_KEYWORDS:
+                continue
+            value_start, value_end = value.span()
+            raw = value.group()
+            if raw.startswith('"'):
+                value_start, value_end = value_start + 1, value_end - 1
+            else:
+                value_end -= len(raw) - len(raw.rstrip('"}],'))
+            if value_end > value_start and is_secret_value(text[value_start:value_end]):
+                found.append(Finding("password", value_start, value_end))
+    return found
+
+
+def _pgpass(text: str, start: int, end: int) -> list[Finding]:
+    """The password of each ``host:port:database:user:password`` line."""
+    found: list[Finding] = []
+    for line_start, line_end in _lines(text, start, end):
+        match = _PGPASS_LINE.fullmatch(text, line_start, line_end)
+        if match is not None:
+            value = match.group(5).rstrip()
+            if is_url_secret(value) and len(value) >= 3:
+                found.append(Finding("password", match.start(5), match.start(5) + len(value)))
+    return found
+
+
+def _git_credentials(text: str, start: int, end: int) -> list[Finding]:
+    """The password of each stored URL, or its user when it has none (a token as the user)."""
+    found: list[Finding] = []
+    for match in _CREDENTIAL_URL.finditer(text, start, end):
+        user_start, user_end = match.span(1)
+        userinfo = match.group(1)
+        if ":" in userinfo:
+            value_start = user_start + userinfo.index(":") + 1
+            if is_url_secret(text[value_start:user_end]):
+                found.append(Finding("url_password", value_start, user_end))
+        elif len(userinfo) >= 4 and is_url_secret(userinfo):
+            found.append(Finding("url_token", user_start, user_end))
+    return found
+
+
+def _key_file(text: str, start: int, end: int) -> list[Finding]:
+    """A private key file's lines, from its first line of key material to its last, whole."""
+    first = last = -1
+    for line_start, line_end in _lines(text, start, end):
+        line = text[line_start:line_end]
+        if (
+            _PEM_BEGIN.search(line)
+            or _PEM_END.search(line)
+            or _PUTTY.match(line)
+            or _KEY_MATERIAL.fullmatch(line)
+        ):
+            first = line_start if first < 0 else first
+            last = line_end
+    return [Finding("private_key", first, last)] if first >= 0 else []
+
+
+def _printed(text: str, start: int, end: int, kind: str) -> list[Finding]:
+    """A secret printed alone: every line that is one token-shaped word.
+
+    For ``value`` also a first line of a few words that is not a message (a passphrase).
+    """
+    found: list[Finding] = []
+    first = True
+    for line_start, line_end in _lines(text, start, end):
+        line = text[line_start:line_end]
+        value = line.strip()
+        if not value:
+            continue
+        at = line_start + line.index(value)
+        shape = _PRINTED_TOKEN if kind == "token" else _PRINTED_WORD
+        if shape.fullmatch(value) and not _PROMPT_END.search(value):
+            if is_secret_value(value) or (kind == "value" and len(value) >= 3):
+                found.append(Finding("printed_secret", at, at + len(value)))
+        elif (
+            kind == "value"
+            and first
+            and len(value.split()) <= 8
+            and not _MESSAGE.search(value)
+            and is_secret_value(value)
+        ):
+            found.append(Finding("printed_secret", at, at + len(value)))
+        first = False
+    return found
+
+
+def context_findings(kind: str, text: str, start: int = 0, end: int | None = None) -> list[Finding]:
+    """The secrets in ``text[start:end]``, an output read as ``kind`` (:data:`CONTEXT_KINDS`)."""
+    end = len(text) if end is None else end
+    if kind == "netrc":
+        return _netrc(text, start, end, whole=True)
+    if kind == "pgpass":
+        return _pgpass(text, start, end)
+    if kind == "git_credentials":
+        return _git_credentials(text, start, end)
+    if kind == "private_key":
+        return _key_file(text, start, end)
+    if kind in ("token", "value"):
+        return _printed(text, start, end, kind)
+    return []
+
+
+def _prompt_head(prompt: str) -> str:
+    """What every prompt of the shell starts with: ``user@host:`` of ``user@host:~/work$``."""
+    prompt = prompt.strip()
+    at, colon = prompt.find("@"), prompt.find(":")
+    if 0 < at < colon:
+        return prompt[: colon + 1]
+    return prompt
+
+
+def output_end(text: str, start: int, prompt: str | None) -> int:
+    """Where the output starting at ``start`` ends: at the next prompt.
+
+    Also when the output did not end its last line and the prompt follows it on that line.
+    """
+    head = _prompt_head(prompt) if prompt else ""
+    for line_start, line_end in _lines(text, start, len(text)):
+        line = text[line_start:line_end]
+        if head and line.startswith(head):
+            return max(start, line_start - 1)
+        if len(head) >= 3:
+            glued = line.find(head)
+            if glued > 0:
+                return line_start + glued
+        if not head and line_end == len(text) and _PROMPT_END.search(line):
+            return max(start, line_start - 1)  # the last line: the prompt that came back
+    return len(text)
+
+
+# The command line of a terminal screen: a prompt (up to its `$`, `#`, `%` or `>`), a command.
+_COMMAND_LINE = re.compile(r"(.{0,80}?[$#%>\u276f])[ \t]+(\S.*)")  # \u276f: zsh themes
+CONTEXT_MARKERS: tuple[str, ...] = (
+    "token", "netrc", "pgpass", "credentials", ".ssh/", "id_", "_key", ".key", ".ppk",
+    "secret", "vault", "pass", "op read", "get-login-password",
+)  # fmt: skip
+"""Literal parts one of which a command line :func:`command_output_kind` reads holds."""
+
+
+def terminal_outputs(text: str) -> list[Finding]:
+    """Secrets in the outputs of the command lines a terminal text shows.
+
+    A line that is a prompt and a command :func:`command_output_kind` knows starts an output
+    that ends at the next line starting with the same prompt (or where that prompt follows
+    the output on its last line).
+    """
+    found: list[Finding] = []
+    position = 0
+    for line in text.split("\n"):
+        line_end = position + len(line)
+        if any(marker in line for marker in CONTEXT_MARKERS):
+            match = _COMMAND_LINE.match(line)
+            kind = command_output_kind(match.group(2)) if match else None
+            if match is not None and kind is not None:
+                start = min(line_end + 1, len(text))
+                end = output_end(text, start, match.group(1))
+                if end > start:
+                    found += context_findings(kind, text, start, end)
+        position = line_end + 1
+    return found
+
+
 LINE_MEMORY = 16384
 """Distinct lines whose findings a :class:`SecretFinder` keeps."""
 _BASE64_LINE_KIND = "base64 line"  # a line finding that marks a line of random base64 alone
@@ -945,6 +1337,10 @@ class SecretFinder:
             found += self._base64_blocks(text, base64_lines)
         if "-----" in text or "PuTTY-User-Key-File" in text:
             found += self._private_keys(text)
+        if ("machine" in text or "default" in text) and ("pass" in text or "account" in text):
+            found += _netrc(text, 0, len(text), whole=False)
+        if any(marker in text for marker in CONTEXT_MARKERS):
+            found += terminal_outputs(text)
         return merge(found)
 
     def _line(self, line: str) -> list[Finding]:

@@ -449,6 +449,249 @@ def test_web_fill_of_a_password_field_is_scrubbed() -> None:
     assert not leaks(scrub([row]), password)
 
 
+# --------------------------------------------------------------------------- context secrets
+# Secrets whose shape says nothing: the file format, or the command that printed them, is what
+# makes them secrets (issue 24). Each family in a terminal screen, a swe tool output and an mcp
+# tool result, as the domains render them.
+
+PG_PASSWORD = "wint3r-" + rand(9).lower()
+NETRC_PASSWORD = "plum" + rand(7).lower()
+HEROKU_TOKEN = "5f0c2e4a-" + rand(4, "0123456789abcdef") + "-4d3e-8f9a-0b1c2d3e4f5a"
+VAULT_TOKEN = "s." + rand(24)
+AWS_SECRET = rand(40, string.ascii_lowercase + string.digits)
+DB_PASSWORD = "t0wer" + rand(7).lower()
+GIT_TOKEN = rand(14).lower()
+
+
+def swe_row(command: str, output: str, step: int = 0, episode_id: str = "ep-swe") -> dict:
+    """A swe ``run_shell_command`` row rendered as the swe renderer renders it."""
+    from worldtrace.collectors.swe.render import SweRenderer
+    from worldtrace.collectors.swe.tools import tool_call
+
+    raw = {"tool": "run_shell_command", "output": output, "exit_code": 0}
+    return to_row(
+        make_transition(
+            step=step,
+            episode_id=episode_id,
+            domain="swe",
+            observation=Observation(format="tool-result", text="[exit code: 0]\n"),
+            action=tool_call("run_shell_command", command=command),
+            next_observation=SweRenderer().observation(raw),
+        )
+    )
+
+
+def swe_read_row(path: str, content: str, end_line: int | None = None) -> dict:
+    """A swe ``read_file`` row: the file with line numbers, as the driver prints it."""
+    from worldtrace.collectors.swe.render import SweRenderer
+    from worldtrace.collectors.swe.tools import tool_call
+
+    lines = content.split("\n")[:end_line]
+    output = "".join(f"{number:6}\t{line}\n" for number, line in enumerate(lines, 1))
+    arguments = {"path": path} if end_line is None else {"path": path, "end_line": end_line}
+    return to_row(
+        make_transition(
+            domain="swe",
+            observation=Observation(format="tool-result", text="[exit code: 0]\n"),
+            action=tool_call("read_file", **arguments),
+            next_observation=SweRenderer().observation({"tool": "read_file", "output": output}),
+        )
+    )
+
+
+def mcp_read_row(path: str, content: str) -> dict:
+    """An mcp filesystem ``read_text_file`` row rendered as the mcp renderer renders it."""
+    from worldtrace.collectors.mcp.render import McpRenderer
+    from worldtrace.collectors.tool_calls import canonical_text
+
+    raw = {
+        "tool": "read_text_file",
+        "server": "filesystem",
+        "result": {
+            "content": [{"type": "text", "text": content}],
+            "structuredContent": {"content": content},
+        },
+    }
+    arguments = {"path": path}
+    return to_row(
+        make_transition(
+            domain="mcp",
+            observation=Observation(format="tool-result", text="[structured content]\n{}"),
+            action=Action(
+                name="read_text_file",
+                arguments=arguments,
+                text=canonical_text("read_text_file", arguments),
+            ),
+            next_observation=McpRenderer().observation(raw),
+        )
+    )
+
+
+NETRC = (
+    "machine api.heroku.com\n"
+    f"  login dana@ops.example\n  password {NETRC_PASSWORD}\n"
+    "machine git.corp.example login deploy password " + NETRC_PASSWORD[::-1]
+)
+PGPASS = (
+    f"# host:port:db:user:password\ndb.internal:5432:shop:app:{PG_PASSWORD}\n*:*:*:ro:{DB_PASSWORD}"
+)
+GIT_CREDENTIALS = (
+    f"https://{GIT_TOKEN}@github.com\nhttps://deploy:{DB_PASSWORD[::-1]}@git.corp.example"
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "content", "secrets"),
+    [
+        ("~/.netrc", NETRC, [NETRC_PASSWORD, NETRC_PASSWORD[::-1]]),
+        ("~/.pgpass", PGPASS, [PG_PASSWORD, DB_PASSWORD]),
+        ("~/.git-credentials", GIT_CREDENTIALS, [GIT_TOKEN, DB_PASSWORD[::-1]]),
+    ],
+    ids=["netrc", "pgpass", "git-credentials"],
+)
+def test_credential_files_are_read_by_their_format_in_every_domain(
+    path: str, content: str, secrets: list[str]
+) -> None:
+    placements = {
+        "terminal": record([("clear", []), (f"cat {path}", content.split("\n")), ("ls", ["a"])]),
+        "terminal-cleared": record([(f"clear && cat {path}", content.split("\n"))]),
+        "swe-shell": [swe_row(f"cat {path}", content + "\n")],
+        "swe-read": [swe_read_row(path.replace("~", "/root"), content)],
+        "mcp": [mcp_read_row(path.replace("~", "/root"), content)],
+    }
+    for name, rows in placements.items():
+        out = scrub(rows)
+        for secret in secrets:
+            planted(rows, secret)
+            assert not leaks(out, secret), (name, secret)
+
+
+@pytest.mark.parametrize(
+    ("command", "output", "secret"),
+    [
+        ("heroku auth:token", [HEROKU_TOKEN], HEROKU_TOKEN),
+        ("vault print token", [VAULT_TOKEN], VAULT_TOKEN),
+        ("aws configure get aws_secret_access_key", [AWS_SECRET], AWS_SECRET),
+        ("gh auth token --hostname ghe.corp.example", [GIT_TOKEN + "q7x"], GIT_TOKEN + "q7x"),
+        (
+            "kubectl get secret db -o jsonpath='{.data.password}' | base64 -d",
+            [DB_PASSWORD],
+            DB_PASSWORD,
+        ),
+    ],
+    ids=["heroku", "vault", "aws-configure", "gh", "kubectl-decoded"],
+)
+def test_a_token_printed_because_a_command_asked_for_it(
+    command: str, output: list[str], secret: str
+) -> None:
+    placements = {
+        "terminal": record([("clear", []), (command, output), ("ls", ["a"])]),
+        "terminal-cleared": record([(f"clear; {command}", output)]),
+        "terminal-scrolled": record([("clear", []), (command, output), ("ls", filler(45))]),
+        "swe-shell": [swe_row(command, "\n".join(output) + "\n")],
+    }
+    for name, rows in placements.items():
+        planted(rows, secret)
+        assert not leaks(scrub(rows), secret), name
+
+
+def test_a_secret_printed_without_a_newline_runs_into_the_next_prompt() -> None:
+    encoded = base64.b64encode(DB_PASSWORD.encode()).decode()
+    command = "kubectl get secret db -o jsonpath='{.data.password}'"
+    # no newline after the value: the prompt comes back on the same line
+    rows = record([("clear", []), Step(command, [encoded + PROMPT], waits=True), ("ls", ["a"])])
+    assert encoded + PROMPT.rstrip() in rows[1]["next_observation"]["text"]
+    planted(rows, encoded)
+    out = scrub(rows)
+    assert not leaks(out, encoded)
+    assert PROMPT.rstrip() in out[1]["next_observation"]["text"]  # the prompt is kept
+    swe = [swe_row(command, encoded)]
+    assert not leaks(scrub(swe), encoded)
+
+
+def test_a_private_key_file_is_redacted_whole_even_when_cut() -> None:
+    key, body = pem_key(body_lines=20)
+    # swe's read_file numbers the lines, and a window of the file shows no END line
+    rows = [swe_read_row("/root/.ssh/id_rsa", key, end_line=12)]
+    out = scrub(rows)
+    for line in body[:11]:
+        planted(rows, line)
+        assert not leaks(out, line), line
+    # one line of the body left on a screen whose BEGIN line scrolled off in the same step
+    steps = [("clear", []), ("cat ~/.ssh/id_ed25519", [*filler(30), *key.split("\n")[:-1]])]
+    rows = record(steps)
+    out = scrub(rows)
+    for line in body:
+        assert not leaks(out, line), line
+    mcp = [mcp_read_row("/root/.ssh/deploy_key", "\n".join(key.split("\n")[5:]))]
+    out = scrub(mcp)
+    for line in body[4:]:
+        assert not leaks(out, line), line
+
+
+CONTEXT_NEAR_MISSES = {
+    "kubectl describe secret": "root@sandbox:~/work# kubectl describe secret db\nName:  db\n"
+    "Type:  Opaque\n\nData\n====\npassword:  16 bytes\nusername:  3 bytes\nroot@sandbox:~/work# ",
+    "gh auth status": "root@sandbox:~/work# gh auth status\ngithub.com\n"
+    "  ✓ Logged in to github.com account dana (keyring)\n  - Active account: true\n"
+    "  - Git operations protocol: https\n  - Token: gho_************************************\n"
+    "  - Token scopes: 'gist', 'read:org', 'repo'\nroot@sandbox:~/work# ",
+    "gh auth token without one": "root@sandbox:~/work# gh auth token\n"
+    "no oauth token found for github.com\nroot@sandbox:~/work# ",
+    "netrc with a blank password": "root@sandbox:~/work# cat ~/.netrc\n"
+    'machine ftp.gnu.org login anonymous password ""\n'
+    "machine mirror.internal login anonymous password\n"
+    "default login anonymous\nroot@sandbox:~/work# ",
+    "kubectl not a secret": "root@sandbox:~/work# kubectl get secrets\n"
+    "NAME                  TYPE                                  DATA   AGE\n"
+    "db-credentials        Opaque                                2      3d\n"
+    "default-token-x7k2p   kubernetes.io/service-account-token   3      40d\n"
+    "root@sandbox:~/work# kubectl get pods -o jsonpath='{.items[*].metadata.name}'\n"
+    "api-7d9f8b6c5d-x2k4p web-5c6d7e8f9a-q8w7eroot@sandbox:~/work# ",
+    "ssh public key": "root@sandbox:~/work# cat ~/.ssh/id_ed25519.pub\n"
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHc3mKb1u9PqQx8Hq2wzZxJm1v0d8f7R2sYtFz6cXq9L dana@ops\n"
+    "root@sandbox:~/work# ls ~/.ssh\n"
+    "authorized_keys  config  id_ed25519  id_ed25519.pub  known_hosts",
+    "missing key": "root@sandbox:~/work# cat ~/.ssh/id_rsa\n"
+    "cat: /root/.ssh/id_rsa: No such file or directory\nroot@sandbox:~/work# ",
+    "netrc manual": "NETRC(5)\n   machine name\n       Identify a remote machine name.\n"
+    "   login name\n       Identify a user on the remote machine.\n   password string\n"
+    "       Supply a password. If this token is present, the auto-login process will supply\n"
+    "       the specified string if the remote server requires a password as part of the\n"
+    "       login process.",
+    "grep with line numbers": "root@sandbox:~/work# grep -rn url setup.cfg\n"
+    "setup.cfg:12:url:https://github.com/pytoolz/toolz\nroot@sandbox:~/work# ",
+    "pgpass wildcard": "root@sandbox:~/work# cat ~/.pgpass\n"
+    "# hostname:port:database:username:password\nroot@sandbox:~/work# ",
+    "aws configure get region": "root@sandbox:~/work# aws configure get region\neu-west-1\n"
+    "root@sandbox:~/work# aws configure list\n      Name                    Value             Type"
+    "    Location\n      ----                    -----             ----    --------\n"
+    "   profile                <not set>             None    None\n"
+    "access_key     ****************MPLE shared-credentials-file\n"
+    "secret_key     ****************EKEY shared-credentials-file\nroot@sandbox:~/work# ",
+}
+
+
+@pytest.mark.parametrize("text", CONTEXT_NEAR_MISSES.values(), ids=CONTEXT_NEAR_MISSES.keys())
+def test_context_near_misses_are_left(text: str) -> None:
+    assert Scrubber(ScrubSettings()).text(text) == text
+
+
+def test_context_near_misses_in_tool_results_are_left() -> None:
+    rows = [
+        swe_row("gh auth status", "github.com\n  ✓ Logged in to github.com account dana\n"),
+        swe_row("gh auth token", "no oauth token found for github.com\n"),
+        swe_row("kubectl get secrets", "NAME   TYPE     DATA   AGE\ndb     Opaque   2      3d\n"),
+        swe_read_row("/root/.netrc", 'machine ftp.gnu.org login anonymous password ""'),
+        swe_read_row("/root/.ssh/config", "Host git\n  HostName git.corp.example\n  User git"),
+        mcp_read_row("/root/.pgpass", "# hostname:port:database:username:password\n"),
+        mcp_read_row("/srv/project/README.md", "Run `gh auth token` to print your token."),
+    ]
+    out = scrub(copy.deepcopy(rows))
+    for before, after in zip(rows, out, strict=True):
+        assert after["next_observation"] == before["next_observation"], before["action"]
+
+
 # --------------------------------------------------------------------------- the real pipeline
 
 
@@ -788,18 +1031,27 @@ PRECISION_SET = Path(__file__).parents[2] / "benchmarks" / "data" / "scrub_preci
 """Real observation texts of every domain holding no secret and no personal data (built and
 read by benchmarks/scrubbing.py, described in docs/scrubbing.md)."""
 TARGET_FP_RATE = 0.005
+NEAR_MISSES = PRECISION_SET.with_name("scrub_near_misses.json")
+"""Near-misses of context secrets (issue 24), some with the action that printed them."""
 
 
 def test_precision_set_false_positives_are_under_half_a_percent_per_domain() -> None:
     with gzip.open(PRECISION_SET, "rt", encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle]
+    near_misses = json.loads(NEAR_MISSES.read_text())["rows"]
+    assert {row["domain"] for row in near_misses} == {"terminal", "swe", "mcp"}
+    rows += near_misses
     scrubber = Scrubber(ScrubSettings())
     rows_of: Counter[str] = Counter()
     changed: dict[str, list[str]] = {}
     for row in rows:
         rows_of[row["domain"]] += 1
         width = row["columns"] if row["format"] == "terminal-screen" else None
-        if scrubber.text(row["text"], width=width) != row["text"]:
+        if row.get("action"):
+            after = scrubber.observation(row["text"], row["format"], width, row["action"])
+            if after != row["text"]:
+                changed.setdefault(row["domain"], []).append(f"{row['id']}: {after!r}")
+        elif scrubber.text(row["text"], width=width) != row["text"]:
             text = LogicalText(row["text"], width).logical
             spans = [f"{k} {text[s:e]!r}" for k, s, e in scrubber.finder.find(text)]
             changed.setdefault(row["domain"], []).append(f"{row['id']}: {', '.join(spans)}")
@@ -977,4 +1229,85 @@ def test_a_recorded_episode_with_the_attacks_secrets_is_curated_clean(
     curated = pl.read_parquet(sorted((out / "transitions").glob("*/*.parquet"))).to_dicts()
     assert len(curated) == len(recorded)
     for secret in (token, slack, password, *body):
+        assert not leaks(curated, secret), secret
+
+
+@pytest.mark.docker
+def test_a_recorded_episode_with_context_secrets_is_curated_clean(
+    tmp_path: Path, terminal_image: str
+) -> None:
+    """Context secrets in a real sandbox: credential files read with ``cat``, tokens printed by
+    commands that were asked for them (fake tools: the real ones need an account), one
+    printed without a newline so that the prompt follows it, one on a cleared screen."""
+    from worldtrace.collectors.base import ReplayPolicy
+    from worldtrace.collectors.episode import EpisodeLimits, run_episode
+    from worldtrace.collectors.recorder import RunRecorder
+    from worldtrace.collectors.terminal import TerminalCollector
+    from worldtrace.collectors.terminal.actions import command
+    from worldtrace.collectors.terminal.environment import TerminalConfig
+    from worldtrace.collectors.terminal.tasks.helpers import TerminalTask, write_file
+    from worldtrace.normalizers.run import normalize_run
+
+    work = "/home/user/work"
+    encoded = base64.b64encode(DB_PASSWORD.encode()).decode()
+    key, body = pem_key(body_lines=8, label="OPENSSH PRIVATE KEY")
+    tools = {
+        "heroku": f"printf '%s\\n' {HEROKU_TOKEN}",
+        "aws": f"printf '%s\\n' {AWS_SECRET}",
+        "kubectl": f"printf %s {encoded}",
+    }
+    task = TerminalTask(
+        name="context-secrets",
+        instruction="look around",
+        setup=(
+            write_file(f"{work}/.netrc", NETRC),
+            write_file(f"{work}/.pgpass", PGPASS),
+            write_file(f"{work}/.git-credentials", GIT_CREDENTIALS),
+            write_file(f"{work}/.ssh/id_ed25519", key),
+            *(
+                write_file(f"{work}/bin/{name}", f"#!/bin/sh\n{line}", "755")
+                for name, line in tools.items()
+            ),
+        ),
+    )
+    actions = [
+        command(f"cd {work} && export PATH=$PWD/bin:$PATH && clear"),
+        command("cat .netrc"),
+        command("cat .pgpass"),
+        command("clear; cat .git-credentials"),
+        command("clear; heroku auth:token"),
+        command("aws configure get aws_secret_access_key"),
+        command("kubectl get secret db -o jsonpath='{.data.password}'"),
+        command("clear && cat .ssh/id_ed25519 | tail -n 4"),
+        command("ls"),
+    ]
+    run = tmp_path / "run"
+    collector = TerminalCollector()
+    config = TerminalConfig(image=terminal_image)
+    env = collector.make_environment(config)
+    recorder = RunRecorder(run, {"domain": "terminal", "run_name": "context"})
+    plan = collector.plan(0, 1, "script", None, config)
+    plan.task = task
+    try:
+        result = run_episode(
+            env, ReplayPolicy(actions), recorder.begin("context-ep"), plan, EpisodeLimits(12, 20)
+        )
+    finally:
+        env.close()
+    assert result.steps == len(actions)
+    assert normalize_run(run).transitions == len(actions)
+    recorded = pl.read_parquet(sorted((run / "transitions").glob("*/*.parquet"))).to_dicts()
+    secrets = [
+        NETRC_PASSWORD, NETRC_PASSWORD[::-1], PG_PASSWORD, DB_PASSWORD, GIT_TOKEN,
+        DB_PASSWORD[::-1], HEROKU_TOKEN, AWS_SECRET, encoded, *body[-3:],
+    ]  # fmt: skip
+    for secret in secrets:
+        assert leaks(recorded, secret), f"not planted: {secret}"
+    assert any(encoded + "user@" in row["next_observation"]["text"] for row in recorded)
+
+    out = tmp_path / "curated"
+    curate(run, out, CurationConfig(minhash={"enabled": False}, filters={"noop": "keep"}))
+    curated = pl.read_parquet(sorted((out / "transitions").glob("*/*.parquet"))).to_dicts()
+    assert len(curated) == len(recorded)
+    for secret in secrets:
         assert not leaks(curated, secret), secret
