@@ -2,6 +2,9 @@
 
 Run ``.venv/bin/python benchmarks/determinism.py`` (every sandboxed domain and web, the
 default policy) or, e.g., ``--domain terminal --domain swe --policy explore --episodes 3``.
+Web is measured on every site (``--site`` picks some), each a row ``web/SITE``; mcp on
+its default server set, or per server with ``--per-server`` (rows ``mcp/SERVER``). ``--env
+KEY=VALUE`` passes an environment config field to every collection.
 
 Each domain is collected twice with exactly the same command (``worldtrace collect DOMAIN
 --episodes N --seed S --policy P``, the real CLI, real sandboxes), into two run folders. The
@@ -25,6 +28,8 @@ from pathlib import Path
 
 import polars as pl
 
+from worldtrace.collectors.mcp.servers import SERVERS
+from worldtrace.collectors.web.sites import SITES
 from worldtrace.schemas import Observation
 
 DOMAINS = ("terminal", "swe", "mcp", "search", "os", "web")
@@ -43,18 +48,53 @@ class Comparison:
     identical_masked: int = 0
     unpaired: int = 0
     examples: list[str] = field(default_factory=list)
+    """Pairs that differ even after masking."""
+    volatile_examples: list[str] = field(default_factory=list)
+    """Pairs that differ only in declared volatile spans."""
 
     def share(self, count: int) -> float:
         """``count`` as a share of the pairs compared."""
         return count / self.pairs if self.pairs else 0.0
 
 
-def collect(domain: str, out: Path, args: argparse.Namespace) -> Path:
+@dataclass(frozen=True)
+class Target:
+    """One thing the benchmark collects twice: a domain, with the config fields that vary."""
+
+    domain: str
+    env: tuple[str, ...] = ()
+    """``KEY=VALUE`` config fields of this target (a web site, an mcp server)."""
+    label: str = ""
+
+    @property
+    def name(self) -> str:
+        """The row's name: the domain, or ``domain/variant``."""
+        return f"{self.domain}/{self.label}" if self.label else self.domain
+
+
+def targets(args: argparse.Namespace) -> list[Target]:
+    """What to collect: each domain, web once per site, mcp once per server if asked."""
+    chosen: list[Target] = []
+    for domain in args.domain or DOMAINS:
+        if domain == "web":
+            # Sites differ in what they render (datasette's timings, Trac's ages): one row each.
+            sites = args.site or list(SITES)
+            chosen += [Target("web", (f"site={site}",), site) for site in sites]
+        elif domain == "mcp" and (args.per_server or args.server):
+            servers = args.server or list(SERVERS)
+            chosen += [Target("mcp", (f"server={server}",), server) for server in servers]
+        else:
+            chosen.append(Target(domain))
+    return chosen
+
+
+def collect(target: Target, out: Path, args: argparse.Namespace) -> Path:
     """Collect one run with the benchmark's command; return its run folder."""
+    run_name = target.name.replace("/", "-")
     command = [
         str(WORLDTRACE),
         "collect",
-        domain,
+        target.domain,
         "--episodes",
         str(args.episodes),
         "--seed",
@@ -64,21 +104,34 @@ def collect(domain: str, out: Path, args: argparse.Namespace) -> Path:
         "--out",
         str(out),
         "--run-name",
-        domain,
+        run_name,
     ]
     if args.max_steps:
         command += ["--max-steps", str(args.max_steps)]
-    if domain == "web":
-        command += ["--env", "screenshot=false"]
+    env = list(target.env) + list(args.env or ())
+    if target.domain == "web":
+        env.append("screenshot=false")
+    for field_value in env:
+        command += ["--env", field_value]
     finished = subprocess.run(command, capture_output=True, text=True, check=False)
     if finished.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed:\n{finished.stdout[-2000:]}")
-    return out / domain
+        raise SystemExit(
+            f"{' '.join(command)} failed:\n{finished.stdout[-2000:]}{finished.stderr[-2000:]}"
+        )
+    return out / run_name
 
 
 def observations(run: Path) -> dict[tuple[int, int], Observation]:
-    """The run's next observations by (episode seed, step)."""
-    episodes = pl.read_parquet(run / "episodes.parquet").select("episode_id", "seed")
+    """The run's next observations by (episode seed, step); failed episodes are reported."""
+    table = pl.read_parquet(run / "episodes.parquet")
+    if "status" in table.columns:
+        for row in table.filter(pl.col("status") == "failed").iter_rows(named=True):
+            # An episode that never started (a site too slow to answer) has no rows to pair.
+            error = str(row.get("error") or "").splitlines()[0][:200]
+            print(f"  {run.name}: episode seed {row['seed']} failed: {error}", flush=True)
+    episodes = table.select("episode_id", "seed")
+    if not list((run / "transitions").glob("*/*.parquet")):
+        return {}
     rows = (
         pl.read_parquet(run / "transitions" / "*" / "*.parquet")
         .join(episodes, on="episode_id")
@@ -102,12 +155,21 @@ def compare(domain: str, first: Path, second: Path, show: int) -> Comparison:
         result.identical += a.text == b.text
         result.identical_masked += a.masked_text() == b.masked_text()
         if a.masked_text() != b.masked_text() and len(result.examples) < show:
-            diff = difflib.unified_diff(
-                a.masked_text().splitlines(), b.masked_text().splitlines(), lineterm="", n=0
+            result.examples.append(f"seed {key[0]} step {key[1]}: " + _diff(a, b, masked=True))
+        elif a.text != b.text and len(result.volatile_examples) < show:
+            # Masked alike: what the declared spans hid, so a reader can judge the patterns.
+            result.volatile_examples.append(
+                f"seed {key[0]} step {key[1]} (volatile only): " + _diff(a, b, masked=False)
             )
-            lines = [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
-            result.examples.append(f"seed {key[0]} step {key[1]}: " + " | ".join(lines[:6]))
     return result
+
+
+def _diff(a: Observation, b: Observation, masked: bool) -> str:
+    """The changed lines of two observations' texts (masked or not), on one line."""
+    first, second = (a.masked_text(), b.masked_text()) if masked else (a.text, b.text)
+    diff = difflib.unified_diff(first.splitlines(), second.splitlines(), lineterm="", n=0)
+    lines = [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    return " | ".join(line[:300] for line in lines[:6])
 
 
 def main() -> None:
@@ -119,23 +181,42 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--max-steps", type=int, default=0, help="0: the domain's default")
     parser.add_argument("--show", type=int, default=3, help="differing pairs printed per domain")
+    parser.add_argument(
+        "--site", action="append", choices=sorted(SITES), help="web: this site only (repeatable)"
+    )
+    parser.add_argument(
+        "--per-server", action="store_true", help="mcp: one row per server of the image"
+    )
+    parser.add_argument(
+        "--server", action="append", choices=list(SERVERS), help="mcp: this server (repeatable)"
+    )
+    parser.add_argument(
+        "--env", action="append", metavar="KEY=VALUE", help="config field for every collection"
+    )
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory(prefix="wt-determinism-") as folder:
-        for domain in args.domain or DOMAINS:
-            runs = [collect(domain, Path(folder) / name, args) for name in ("a", "b")]
-            results.append(compare(domain, *runs, show=args.show))
-            print(f"{domain}: collected twice", flush=True)
+        for target in targets(args):
+            runs = [collect(target, Path(folder) / name, args) for name in ("a", "b")]
+            result = compare(target.name, *runs, show=args.show)
+            results.append(result)
+            # Each row as soon as it is known: a long benchmark shows its progress.
+            print(
+                f"{target.name}: collected twice, {result.identical}/{result.pairs} identical, "
+                f"{result.identical_masked} after masking",
+                flush=True,
+            )
     print(f"\npolicy {args.policy}, {args.episodes} episodes, seed {args.seed}")
-    print(f"{'domain':<10}{'pairs':>7}{'identical':>11}{'masked':>9}{'unpaired':>10}  target")
+    print(f"{'domain':<18}{'pairs':>7}{'identical':>11}{'masked':>9}{'unpaired':>10}  target")
     for result in results:
-        target = "100% masked" if result.domain == "web" else f"{BYTE_TARGET:.0%} / 100% masked"
+        web = result.domain.startswith("web")
+        target = "100% masked" if web else f"{BYTE_TARGET:.0%} / 100% masked"
         print(
-            f"{result.domain:<10}{result.pairs:>7}{result.share(result.identical):>11.1%}"
+            f"{result.domain:<18}{result.pairs:>7}{result.share(result.identical):>11.1%}"
             f"{result.share(result.identical_masked):>9.1%}{result.unpaired:>10}  {target}"
         )
     for result in results:
-        for example in result.examples:
+        for example in [*result.examples, *result.volatile_examples]:
             print(f"  {result.domain}: {example}")
 
 

@@ -16,7 +16,8 @@ Requests and replies:
           "server_pid", "messages", "garbage", "stderr", "state", "start_s"}
       The manifest entry's ``services`` are started first (``postgres`` runs
       /opt/worldtrace/start_postgres.sh; ``site`` is the host's business), then the server is
-      launched as ``user`` (uid 1000) with the image's environment plus the entry's ``env``, in
+      launched as ``user`` (uid 1000) with the image's environment (minus the build's and the
+      harness's variables: ``server_env``) plus the entry's ``env``, in
       its own process group, cwd the entry's ``cwd`` or the user's home. The session speaks
       the initialize handshake (``initialize``, ``notifications/initialized``), then
       ``tools/list``. Everything within ``timeout`` (default 60 s).
@@ -154,6 +155,20 @@ def load_spec(manifest_path: str, name: str) -> dict[str, Any]:
 # --- state snapshots ------------------------------------------------------------------------------
 
 
+def read_unnoticed(path: str, flags: int) -> int:
+    """Open ``path`` for reading without touching its access time.
+
+    The snapshot reads every file after every call; with an ordinary open, each read would
+    set the file's access time, and server-filesystem's get_file_info would show when our
+    snapshot ran ("accessed: ..."), not what the agent did. O_NOATIME needs the file's owner
+    or root (the driver); anyone else falls back to an ordinary open.
+    """
+    try:
+        return os.open(path, flags | os.O_NOATIME)
+    except PermissionError:
+        return os.open(path, flags)
+
+
 def files_state(root: str) -> dict[str, Any]:
     """Every path under ``root``: a regular file's sha256 (first 16 hex), "dir", a link's target."""
     files: dict[str, str] = {}
@@ -171,7 +186,7 @@ def files_state(root: str) -> dict[str, Any]:
             elif os.path.isfile(path):
                 digest = hashlib.sha256()
                 try:
-                    with open(path, "rb") as handle:
+                    with open(path, "rb", opener=read_unnoticed) as handle:
                         while chunk := handle.read(1 << 20):
                             digest.update(chunk)
                     files[relative] = digest.hexdigest()[:16]
@@ -599,9 +614,40 @@ def server_account() -> pwd.struct_passwd:
     return pwd.getpwnam(SERVER_USER)
 
 
+# Variables of the image's environment that are the build's or the harness's, not the machine's:
+# the shell's own, the certificate bundle the build's pip and npm trusted behind the machine's
+# proxy, apt's build setting, and the driver's own settings. A server must not see them: one
+# that prints its environment (server-everything's get-env) would show them to the agent.
+HARNESS_VARIABLES = frozenset(
+    {
+        "PWD",
+        "OLDPWD",
+        "PIP_CERT",
+        "NODE_EXTRA_CA_CERTS",
+        "REQUESTS_CA_BUNDLE",
+        "SSL_CERT_FILE",
+        "CURL_CA_BUNDLE",
+        "DEBIAN_FRONTEND",
+    }
+)
+
+
+def harness_variable(name: str, value: str) -> bool:
+    """Whether an environment variable belongs to the build or the harness, not the machine."""
+    return (
+        name in HARNESS_VARIABLES
+        or name.upper().startswith("WORLDTRACE")
+        or "worldtrace" in f"{name}={value}".lower()
+    )
+
+
 def server_env(spec: dict[str, Any], account: pwd.struct_passwd) -> dict[str, str]:
-    """The image's environment as the server user, plus the manifest entry's own."""
-    env = {key: value for key, value in os.environ.items() if key not in ("PWD", "OLDPWD")}
+    """The image's environment as the server user, minus ours, plus the manifest entry's own.
+
+    What stays is what a login as the user would have (PATH, locale, TZ, and the image's
+    fixed git dates and hash seed, which keep the servers' answers the same in every run).
+    """
+    env = {key: value for key, value in os.environ.items() if not harness_variable(key, value)}
     env.update(HOME=account.pw_dir, USER=account.pw_name, LOGNAME=account.pw_name)
     env.update({key: str(value) for key, value in (spec.get("env") or {}).items()})
     return env
