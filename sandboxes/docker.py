@@ -432,8 +432,9 @@ class DockerSandbox:
     def _view_options(self) -> dict[str, Any]:
         """Container options of a sandbox with a private view (see :mod:`.view`).
 
-        Its root processes may make namespaces (CAP_SYS_ADMIN; the agent, an unprivileged user
-        under no-new-privileges, cannot use it), and it runs on as many cores as its CPU limit
+        Its root processes may make namespaces (CAP_SYS_ADMIN, and CAP_SYS_TIME for the time
+        namespace's offsets; the agent, an unprivileged user under no-new-privileges, cannot use
+        them), and it runs on as many cores as its CPU limit
         (rounded up), so that ``nproc`` says the sandbox's size. Sandboxes take turns over the
         host's cores.
         """
@@ -443,14 +444,19 @@ class DockerSandbox:
         with _core_lock:
             first, _next_core = _next_core, _next_core + count
         cores = sorted({(first + offset) % host_cores for offset in range(count)})
-        return {"cap_add": ["SYS_ADMIN"], "cpuset_cpus": ",".join(str(c) for c in cores)}
+        # SYS_TIME: the view's time namespace gets a boot clock of its own (writing its offsets
+        # needs it); like SYS_ADMIN, only the container's root processes (ours) hold it.
+        return {
+            "cap_add": ["SYS_ADMIN", "SYS_TIME"],
+            "cpuset_cpus": ",".join(str(c) for c in cores),
+        }
 
     def _make_view(self, image: Image) -> None:
         """Make the agent's view in the started container, or remove it and raise."""
         hidden = (image.labels or {}).get(view.HIDDEN_LABEL, "").split()
         offset = round(self.clock.offset_s()) if self.clock is not None else 0
         environment = view.setup_environment(
-            self.limits.memory_mb, self.limits.cpus, hidden, offset
+            self.limits.memory_mb, self.limits.cpus, hidden, offset, disk_mb=self.limits.disk_mb
         )
         try:
             result = self.exec(["bash", "-c", view.SETUP], timeout=30, env=environment, user="root")

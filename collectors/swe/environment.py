@@ -45,6 +45,7 @@ from worldtrace.collectors.base import EnvironmentConfig, StepOutcome, TaskSetup
 from worldtrace.collectors.driven import DriverEnvironment
 from worldtrace.collectors.swe.render import OUTPUT_LIMIT_CHARS
 from worldtrace.collectors.swe.tools import check_tool_call, validated_arguments
+from worldtrace.sandboxes import view
 from worldtrace.sandboxes.channel import json_object
 from worldtrace.sandboxes.docker import Limits, SandboxError
 from worldtrace.schemas import Action, EnvironmentRef
@@ -295,6 +296,8 @@ class SweEnvironment(DriverEnvironment[SweConfig, Any]):
             "repo_version": versions.get("repo_version") or labels.get(VERSION_LABEL, ""),
             "image": self.config.image_tag,
             "image_digest": image_id,
+            # What the agent's view shows, beyond the image (sandboxes/view.py).
+            "view": view.VERSION,
         }
         return EnvironmentRef(
             name=f"swe/{self.config.repo}",

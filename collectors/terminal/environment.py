@@ -35,6 +35,7 @@ from pydantic import Field, model_validator
 from worldtrace.collectors.base import EnvironmentConfig, StepOutcome, TaskSetupError
 from worldtrace.collectors.driven import DriverEnvironment
 from worldtrace.collectors.terminal.tasks.helpers import HOME, TerminalTask
+from worldtrace.sandboxes import view
 from worldtrace.sandboxes.docker import Limits, SandboxError
 from worldtrace.sandboxes.ssh import SshHostConfig
 from worldtrace.schemas import Action, EnvironmentRef
@@ -227,7 +228,12 @@ class TerminalEnvironment(DriverEnvironment[TerminalConfig, TerminalTask]):
         return EnvironmentRef(
             name="terminal/bash-tmux",
             version=image_id,
-            components={"image": self.config.image, **self.sandbox.image_versions(VERSION_PROBE)},
+            components={
+                "image": self.config.image,
+                **self.sandbox.image_versions(VERSION_PROBE),
+                # What the agent's view shows, beyond the image (sandboxes/view.py).
+                "view": view.VERSION,
+            },
             config_hash=self.config.config_hash(),
         )
 

@@ -65,7 +65,7 @@ class TestGroup:
 
 
 def test_offline_guard():
-    with pytest.raises(OSError, match="no network at the worldtrace baseline"):
+    with pytest.raises(OSError, match="no network at the recorded baseline"):
         socket.create_connection(("192.0.2.1", 9), timeout=1)
 """
 PROBE_FILE = "toolz/tests/test_wt_probe.py"

@@ -13,7 +13,7 @@ of tasks and the evaluation of an episode all see the same test suite.
 
 With ``--json`` the last line of the output is one JSON object: ``{"passed", "failed",
 "errors", "skipped", "exit_code"}``, the lists holding pytest node ids that can be passed back
-as selectors (see ``worldtrace_pytest_outcomes.py``). The exit code is pytest's.
+as selectors (see ``pytest_outcome_log.py``). The exit code is pytest's.
 ``--offline`` cuts the test process off the network even where the container has one (the
 baseline at image build time).
 
@@ -33,7 +33,7 @@ from pathlib import Path
 REPOSITORY = Path("/home/user/repo")
 REPO_JSON = Path("/opt/worldtrace/repo.json")
 VENV_PYTHON = Path("/opt/swe-venv/bin/python")
-PLUGIN = "worldtrace_pytest_outcomes"
+PLUGIN = "pytest_outcome_log"
 USER = "user"
 EMPTY = {"passed": [], "failed": [], "errors": [], "skipped": []}
 
@@ -41,9 +41,9 @@ EMPTY = {"passed": [], "failed": [], "errors": [], "skipped": []}
 def pytest_command(repo: dict, selectors: list[str], outcomes: str, offline: bool) -> list[str]:
     """Return the pytest command line for ``selectors`` (the repo's test paths when empty)."""
     command = [str(VENV_PYTHON), "-m", "pytest", "-p", "no:cacheprovider", "-p", PLUGIN]
-    command += [f"--worldtrace-outcomes={outcomes}", *repo.get("pytest_args", [])]
+    command += [f"--outcome-log={outcomes}", *repo.get("pytest_args", [])]
     if offline:
-        command.append("--worldtrace-offline")
+        command.append("--outcome-log-offline")
     for deselected in repo.get("deselect", []):
         command.append(f"--deselect={deselected['id']}")
     return command + (selectors or list(repo["test_paths"]))
@@ -52,7 +52,7 @@ def pytest_command(repo: dict, selectors: list[str], outcomes: str, offline: boo
 def run(selectors: list[str], offline: bool = False) -> dict:
     """Run pytest on ``selectors``, its output going to ours; return the outcomes and exit code."""
     repo = json.loads(REPO_JSON.read_text(encoding="utf-8"))
-    handle, outcomes = tempfile.mkstemp(prefix="worldtrace-outcomes-", suffix=".json")
+    handle, outcomes = tempfile.mkstemp(prefix="outcomes-", suffix=".json")
     os.close(handle)
     try:
         as_user: dict = {}

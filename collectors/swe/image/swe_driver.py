@@ -115,38 +115,33 @@ def forbid_inspection():
 
 
 CLONE_NEWNS = 0x00020000
+VIEW_PID_FILE = "/dev/shm/view-init.pid"
+"""Where the view's setup leaves its init's pid (sandboxes/view.py PID_FILE), root's alone."""
 VIEW_PID = None
 """The agent's view's init (sandboxes/view.py), found at start; None in an image without one."""
-
-
-def view_pid():
-    """Return the pid of the agent's view's init, or None if there is none.
-
-    It is the process that is PID 1 of a PID namespace below ours and is called ``init``.
-    """
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status") as handle:
-                fields = dict(line.split(":", 1) for line in handle.read().splitlines())
-        except (OSError, ValueError):
-            continue
-        ids = fields.get("NSpid", "").split()
-        if fields.get("Name", "").strip() == "init" and len(ids) == 2 and ids[1] == "1":
-            return int(entry)
-    return None
 
 
 def in_view(argv, cwd):
     """``argv`` run as the user inside the agent's view, or None when there is no view.
 
-    nsenter (as root) enters the view's PID, mount and cgroup namespaces and setpriv then
-    becomes the user for good: the agent's commands see its processes only, under its init.
+    nsenter (as root) enters the view's PID, mount, cgroup and time namespaces and setpriv
+    then becomes the user for good: the agent's commands see its processes only, under its init.
+    The working folder is named through the init's root: nsenter (util-linux 2.38) opens it
+    before entering, and a folder of our own mounts is unreachable from the view's root.
     """
     if VIEW_PID is None:
         return None
-    enter = ["nsenter", "-t", str(VIEW_PID), "-p", "-m", "-C", f"--wd={cwd}", "--"]
+    enter = [
+        "nsenter",
+        "-t",
+        str(VIEW_PID),
+        "-p",
+        "-m",
+        "-C",
+        "-T",
+        f"--wd=/proc/{VIEW_PID}/root{cwd}",
+        "--",
+    ]
     become = [
         "setpriv",
         f"--reuid={ACCOUNT.pw_uid}",
@@ -862,7 +857,10 @@ def main():
 
 if __name__ == "__main__":
     forbid_inspection()
-    VIEW_PID = view_pid()
+    # The view's init, as sandboxes/view.py (PID_FILE) left it; none without a view.
+    if os.path.exists(VIEW_PID_FILE):
+        with open(VIEW_PID_FILE) as pid_file:
+            VIEW_PID = int(pid_file.read())
     if sys.argv[1:] == ["--observe"]:
         print(json.dumps(observation(None, {"output": ""}, None, 0.0)))
     else:

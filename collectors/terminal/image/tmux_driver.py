@@ -153,35 +153,18 @@ def harness_variable(name, value):
     return name in HARNESS_VARIABLES or "worldtrace" in f"{name}={value}".lower()
 
 
-def view_pid():
-    """Return the pid of the agent's view's init (see sandboxes/view.py), or None if none.
-
-    It is the process that is PID 1 of a PID namespace below ours and is called ``init``.
-    """
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status") as handle:
-                fields = dict(line.split(":", 1) for line in handle.read().splitlines())
-        except (OSError, ValueError):
-            continue
-        ids = fields.get("NSpid", "").split()
-        if fields.get("Name", "").strip() == "init" and len(ids) == 2 and ids[1] == "1":
-            return int(entry)
-    return None
-
-
 def in_view(argv, cwd):
     """``argv`` run as the user inside the agent's view (unchanged when there is none).
 
-    nsenter (as root) enters the view's PID, mount and cgroup namespaces, and setpriv then
-    becomes the user for good, so the process and its children are the agent's kind.
+    nsenter (as root) enters the view's PID, mount, cgroup and time namespaces, and setpriv then
+    becomes the user for good, so the process and its children are the agent's kind. The
+    working folder is named through the init's root: nsenter (util-linux 2.38) opens it
+    before entering, and a folder of our own mounts is unreachable from the view's root.
     """
     pid = VIEW_PID
     if pid is None:
         return argv, True
-    enter = ["nsenter", "-t", str(pid), "-p", "-m", "-C", f"--wd={cwd}", "--"]
+    enter = ["nsenter", "-t", str(pid), "-p", "-m", "-C", "-T", f"--wd=/proc/{pid}/root{cwd}", "--"]
     become = ["setpriv", f"--reuid={USER_UID}", f"--regid={USER_GID}", "--init-groups", "--"]
     return [*enter, *become, *argv], False
 
@@ -205,6 +188,8 @@ def outer_pid(inner):
     raise RuntimeError(f"no process {inner} in the agent's view")
 
 
+VIEW_PID_FILE = "/dev/shm/view-init.pid"
+"""Where the view's setup leaves its init's pid (sandboxes/view.py PID_FILE), root's alone."""
 VIEW_PID = None
 
 
@@ -769,7 +754,10 @@ def main():
 
 if __name__ == "__main__":
     become_driver()
-    VIEW_PID = view_pid()
+    # The view's init, as sandboxes/view.py (PID_FILE) left it; none without a view.
+    if os.path.exists(VIEW_PID_FILE):
+        with open(VIEW_PID_FILE) as pid_file:
+            VIEW_PID = int(pid_file.read())
     if sys.argv[1:] == ["--observe"]:
         print(json.dumps(observe(pane_pid(), returned=False, timed_out=False, timings={})))
     else:

@@ -1,8 +1,9 @@
 """pytest plugin of the swe images: each test's outcome under its exact node id, as JSON.
 
 Installed into the image's venv and loaded only by ``run_tests.py`` (``-p
-worldtrace_pytest_outcomes``), so an agent's own ``pytest`` never sees it. With
-``--worldtrace-outcomes=PATH`` it writes ``{"passed", "failed", "errors", "skipped"}`` to PATH
+pytest_outcome_log``), so an agent's own ``pytest`` never sees it. Its module name, options and
+messages name no harness: the agent can list the venv's site-packages. With
+``--outcome-log=PATH`` it writes ``{"passed", "failed", "errors", "skipped"}`` to PATH
 when the session ends. The ids are pytest's own ``nodeid``s, so any of them can be passed back
 to pytest as a selector (a junit report only has a class name and a test name to rebuild them
 from). Per test, in the order the tests ran:
@@ -14,7 +15,7 @@ from). Per test, in the order the tests ran:
   failed or passed (its outcome is expected to vary, so it is never counted as passing);
 - ``passed``: the rest.
 
-``--worldtrace-offline`` refuses, inside the test process, every connection to an address that
+``--outcome-log-offline`` refuses, inside the test process, every connection to an address that
 is not the loopback and every name lookup of a host that is not local, as a sandbox without a
 network would: the baseline runs at image build time, where the network is the host's. The
 errors say so (:data:`OFFLINE`), so that they can be told from a real network's.
@@ -31,25 +32,25 @@ from typing import Any
 
 import pytest
 
-OFFLINE = "no network at the worldtrace baseline"
+OFFLINE = "no network at the recorded baseline"
 _LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback", ""}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Declare the plugin's two options."""
-    group = parser.getgroup("worldtrace")
-    group.addoption("--worldtrace-outcomes", metavar="PATH", help="write test outcomes to PATH")
+    group = parser.getgroup("outcome-log")
+    group.addoption("--outcome-log", metavar="PATH", help="write test outcomes to PATH")
     group.addoption(
-        "--worldtrace-offline", action="store_true", help="refuse non-loopback network access"
+        "--outcome-log-offline", action="store_true", help="refuse non-loopback network access"
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the recorder and, when asked, cut the network of this process."""
-    path = config.getoption("--worldtrace-outcomes")
+    path = config.getoption("--outcome-log")
     if path:
-        config.pluginmanager.register(_Recorder(path), "worldtrace-outcomes-recorder")
-    if config.getoption("--worldtrace-offline"):
+        config.pluginmanager.register(_Recorder(path), "outcome-log-recorder")
+    if config.getoption("--outcome-log-offline"):
         _cut_network()
 
 
