@@ -42,11 +42,19 @@ from worldtrace.collectors.os.image_definition import DRIVER, HOME, IMAGE_TAG, V
 from worldtrace.collectors.os.render import DEFAULT_MAX_ROWS, TABLE
 from worldtrace.collectors.os.tasks import OsTask, tree_has
 from worldtrace.sandboxes.docker import Limits, SandboxError
+from worldtrace.sandboxes.view import VIEW_LABEL
 from worldtrace.schemas import Action, EnvironmentRef
 from worldtrace.schemas.raw import RawObservation
 
 OBSERVATION_VERSION = "2"
 """What the observation text holds; recorded in the environment identity (``describe()``)."""
+SETTLE_VERSION = "2"
+"""When the driver reads a step's observation (its settling rules); in the identity too.
+
+2: a program the input started is waited for until its AT-SPI frame shows and is filled, the
+pointer's tooltip delay (HOVER_S) and a first reaction (REACTION_S) are waited for, and the
+dock shows no tooltips (desktop_driver.py). Runs recorded before carry no such field.
+"""
 
 
 def default_limits() -> Limits:
@@ -303,6 +311,11 @@ class OsEnvironment(DriverEnvironment[OsConfig, OsTask]):
             # runs recorded before carry neither field.
             "observation": OBSERVATION_VERSION,
             "rows": TABLE,
+            # Whether the session runs in the agent's private view (sandboxes/view.py): what
+            # the desktop's terminal shows of the machine (ps, mount, free...) differs; runs
+            # recorded before carry no such field.
+            "view": (sandbox.container.image.labels or {}).get(VIEW_LABEL, "none"),
+            "settle": SETTLE_VERSION,
         }
         return EnvironmentRef(
             name="os/desktop",

@@ -77,6 +77,10 @@ def test_writable_paths_and_lean_layers(sandbox: DockerSandbox) -> None:
     assert translations.exit_code == 0 and translations.text == ""
     # pyautogui imports in the driver's Python without a display's help beyond its own.
     modules = sandbox.exec(
-        ["/opt/desktop-venv/bin/python", "-c", "import pyatspi, Xlib, PIL, pytweening, pyscreeze"]
+        [
+            "/opt/worldtrace/venv/bin/python",
+            "-c",
+            "import pyatspi, Xlib, PIL, pytweening, pyscreeze",
+        ]
     )
     assert modules.exit_code == 0, modules.stderr.decode(errors="replace")

@@ -87,7 +87,9 @@ class Desktop:
         self.channel = DriverChannel(self.sandbox.open_stream(list(DRIVER)), "desktop driver")
         self.state = self.request({"op": "start", "launch": [argv]})
         self.sandbox.put_file(SERVER_SCRIPT, (HELPERS / "server_tree.py").read_bytes())
-        session = json.loads(self.sandbox.get_file("/tmp/worldtrace-session/session.json"))
+        # The driver's files are on the container's /dev/shm (a tmpfs: read it with cat).
+        found = self.sandbox.exec(["cat", "/dev/shm/desktop-session/session.json"], timeout=30)
+        session = json.loads(found.stdout)
         self.env = {"DISPLAY": ":0", "DBUS_SESSION_BUS_ADDRESS": session["bus_address"]}
 
     def request(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -113,7 +115,10 @@ class Desktop:
     def osworld_xml(self) -> dict[str, str]:
         """OSWorld's server-side tree of each application, now."""
         result = self.sandbox.exec(
-            ["/opt/desktop-venv/bin/python", SERVER_SCRIPT], env=self.env, user="user", timeout=60
+            ["/opt/worldtrace/venv/bin/python", SERVER_SCRIPT],
+            env=self.env,
+            user="user",
+            timeout=60,
         )
         assert result.exit_code == 0, result.stderr.decode(errors="replace")
         return dict(json.loads(result.stdout)["apps"])

@@ -112,8 +112,13 @@ def test_a_crashed_application_is_a_recorded_transition_that_names_it(
     os_env: OsEnvironment,
 ) -> None:
     os_env.reset(0, TODO_TASK)
-    pid = int(os_env.sandbox.exec(["pgrep", "-x", "mousepad"]).text.split()[0])
-    assert os_env.sandbox.exec(["kill", "-KILL", str(pid)]).exit_code == 0
+    ours = int(os_env.sandbox.exec(["pgrep", "-x", "mousepad"]).text.split()[0])
+    # The session runs in the agent's view: "exited" names the pid the session knows (the
+    # last of NSpid).
+    status = os_env.sandbox.exec(["cat", f"/proc/{ours}/status"]).text
+    pid = int(next(line for line in status.splitlines() if line.startswith("NSpid:")).split()[-1])
+    assert pid != ours
+    assert os_env.sandbox.exec(["kill", "-KILL", str(ours)]).exit_code == 0
     crashed = os_env.step(move_to(700, 400), 30)
     assert crashed.error is None and not (crashed.truncated or crashed.terminated)
     assert "mousepad" not in apps(crashed) and "launcher" in apps(crashed)

@@ -1,10 +1,19 @@
 r"""Run the desktop of the os domain inside the sandbox and observe it: X11, AT-SPI, pyautogui.
 
-Started as root with ``/opt/desktop-venv/bin/python`` (Python 3.11 with Debian's
+Started as root with ``/opt/worldtrace/venv/bin/python`` (Python 3.11 with Debian's
 python3-pyatspi, python3-xlib, python3-pil, python3-gi and pyautogui from PyPI) for the
 lifetime of an episode, it drops to ``user`` (uid 1000, home /home/user) at once and runs the
 whole desktop session as that user: the applications' accessibility connections (AT-SPI's
-peer-to-peer sockets) accept their own user only. One JSON request per stdin line, exactly
+peer-to-peer sockets) accept their own user only. In a sandbox with the agent's private view
+(sandboxes/view.py: the image's label ``worldtrace.view=private``) every process of the
+session (Xvfb, the buses, openbox, the dock, the launched applications and whatever they
+start) runs inside that view, entered with nsenter and become ``user`` with setpriv, while the
+driver stays outside it: from the desktop's terminal, ``ps`` shows the session and the
+agent's own processes under the view's ``/sbin/init``, never the driver. To enter the view
+later the driver keeps root as its saved user id only (the way back, used by nothing but the
+child that execs nsenter); it reads the session's processes through the view's own /proc, so
+the pids it compares (AT-SPI's, _NET_WM_PID, the "exited" list) are the ones the session
+itself knows. One JSON request per stdin line, exactly
 one JSON reply per stdout line; a reply echoes its request's ``id``. Nothing else is ever
 written to stdout: the reply channel is a private copy of the original stdout and fd 1 is
 pointed at stderr.
@@ -33,7 +42,7 @@ screen's extents, app null); its children are the applications ordered by name, 
 (the registry's order depends on which application registered first: not the same every run).
 Nodes are visited depth first; past ``max_nodes`` nodes (the root included) no node is
 visited and "truncated" is true; "nodes" counts the nodes in "tree". An application whose
-walk takes longer than APP_TIME_LIMIT_S = 5 s keeps the nodes visited so far; one that does
+walk takes longer than APP_TIME_LIMIT_S = 20 s keeps the nodes visited so far; one that does
 not answer a call within CALL_TIMEOUT_MS = 1000 ms keeps the nodes visited before it; both are
 named in "tree_error" ("<app> (pid N): <why>", joined by "; "), which is null otherwise. The
 tree is null, with "tree_error" starting "the accessibility tree is unavailable", when the
@@ -63,10 +72,12 @@ Requests and replies:
   {"id", "op": "start", "width" (default 1280), "height" (default 800), "launch": [[argv]...],
    "max_nodes" (default 5000, for the first observation)}
       -> observation + "start_s" + "versions" (/opt/worldtrace/versions.json).
-      Starts, as ``user``: Xvfb :0 (width x height x 24), a D-Bus session bus, the AT-SPI bus
-      (at-spi-bus-launcher), openbox (config/openbox-rc.xml: normal windows open maximized;
-      nothing is launched before it answers a _NET_REQUEST_FRAME_EXTENTS) and the launcher
-      dock (launcher.py: buttons Text Editor, Spreadsheet, File Manager, Calculator,
+      Starts, as ``user`` (inside the agent's view when there is one): Xvfb :0 (width x
+      height x 24), a D-Bus session bus, the AT-SPI bus (at-spi-bus-launcher), openbox
+      (config/openbox-rc.xml, installed as its system-wide /etc/xdg/openbox/rc.xml: normal
+      windows open maximized; nothing is launched before it answers a
+      _NET_REQUEST_FRAME_EXTENTS) and the launcher dock (launcher.py, installed as
+      /usr/local/bin/launcher: buttons Text Editor, Spreadsheet, File Manager, Calculator,
       Terminal: lxterminal), then each ``launch`` argv in /home/user with GTK accessibility on
       (GTK_MODULES=gail:atk-bridge). Waits until each launched process (or a child of it) has
       a window openbox manages and, unless it has no AT-SPI (e.g. xterm), a showing frame in the
@@ -94,7 +105,10 @@ Requests and replies:
       happened). Settling: after the input, wait until neither an AT-SPI event (object:*,
       window:*) nor a screen change (XDamage on the root window) happened for ``quiet_s``
       and no program the input started (a dock button, a command typed in a terminal) that
-      uses X (libX11 or libxcb mapped) is still without a managed window, at most
+      uses X (libX11 or libxcb mapped) is still without a managed window or (given
+      NO_ACCESSIBILITY_GRACE_S without AT-SPI) without a showing, non-empty frame in the AT-SPI
+      tree, and, after pointer input, at least HOVER_S = 0.8 s (a tooltip's delay), and while
+      nothing at all happened since the input at least REACTION_S = 1 s, at most
       ``settle_cap_s``: a starting application is quiet while it loads. WAIT settles for
       exactly ``settle_cap_s`` (a pause); DONE and FAIL do not settle.
   {"id", "op": "observe", "max_nodes"} -> observation.
@@ -103,7 +117,7 @@ Requests and replies:
 A request the driver could not serve gets {"id", "driver_error": "..."} (an unknown op, an act
 before start, a bad request field, ...).
 ``desktop_driver.py --observe [--max-nodes N]`` prints one observation line of the running
-session (found through /tmp/worldtrace-session/session.json) and exits: the host's last look
+session (found through /dev/shm/desktop-session/session.json) and exits: the host's last look
 when the driver is lost. With no session: tree null and tree_error "no desktop session".
 """
 
@@ -112,6 +126,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import errno
 import hashlib
 import inspect
 import io
@@ -119,6 +134,7 @@ import json
 import os
 import pwd
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -130,12 +146,15 @@ SESSION_USER = "user"
 HOME = "/home/user"
 DISPLAY = ":0"
 RUNTIME_DIR = Path("/tmp/runtime-user")
-LOG_DIR = Path("/tmp/worldtrace-session")
+# The driver's own files live on the container's /dev/shm, which the agent's view (its own
+# /dev/shm) never shows: nothing of ours in the agent's /tmp.
+LOG_DIR = Path("/dev/shm/desktop-session")
 SESSION_FILE = LOG_DIR / "session.json"
 HERE = Path(__file__).resolve().parent
 VERSIONS_JSON = HERE / "versions.json"
-LAUNCHER = HERE / "launcher.py"
-OPENBOX_RC = HERE / "config" / "openbox-rc.xml"
+# Outside /opt/worldtrace: the session runs in the agent's view, which does not show that folder.
+LAUNCHER = Path("/usr/local/bin/launcher")
+OPENBOX_RC = Path("/etc/xdg/openbox/rc.xml")
 AT_SPI_BUS_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
 
 DEFAULT_WIDTH, DEFAULT_HEIGHT = 1280, 800
@@ -144,7 +163,9 @@ DEFAULT_QUIET_S = 0.3
 DEFAULT_SETTLE_CAP_S = 3.0
 MAX_SETTLE_CAP_S = 60.0
 TEXT_LIMIT = 100_000
-APP_TIME_LIMIT_S = 5.0
+# 20 s, not 5: on a busy machine gnumeric's walk alone took 5-8 s, so its tree was cut in
+# some runs and whole in others (a hung application is caught by CALL_TIMEOUT_MS anyway).
+APP_TIME_LIMIT_S = 20.0
 CALL_TIMEOUT_MS = 1000
 STARTUP_TIMEOUT_MS = 3000
 LAUNCH_TIMEOUT_S = 20.0
@@ -158,6 +179,13 @@ SHOWN_CELL = 8
 """Grid cell (pixels) on which a window's uncovered share is counted."""
 NO_ACCESSIBILITY_GRACE_S = 0.5
 """How long a launched program with a window but no AT-SPI application is given to register."""
+HOVER_S = 0.8
+"""Least settling after pointer input: GTK shows a tooltip 0.5 s after the pointer rests."""
+REACTION_S = 1.0
+"""Least settling while the input has had no visible effect yet (an event or a screen change)."""
+POINTER_FUNCTIONS = frozenset(
+    {"click", "doubleClick", "rightClick", "moveTo", "dragTo", "scroll", "mouseDown", "mouseUp"}
+)
 
 FUNCTIONS = (
     "click",
@@ -225,21 +253,108 @@ def user_environment(bus_address: str | None) -> dict[str, str]:
         "GTK_MODULES": "gail:atk-bridge",
         # Settings live in memory: no dconf service to start, nothing left between episodes.
         "GSETTINGS_BACKEND": "memory",
-        "WORLDTRACE_LOG_DIR": str(LOG_DIR),
     }
     if bus_address:
         env["DBUS_SESSION_BUS_ADDRESS"] = bus_address
     return env
 
 
-def user_processes(uid: int) -> list[int]:
-    """The pids of every process owned by ``uid`` (but this one)."""
-    pids = []
+VIEW_PID: int | None = None
+"""Our pid of the agent's view's init (sandboxes/view.py), or None: no view, no nsenter."""
+PROC = "/proc"
+"""The /proc the session's pids mean something in: the view's own when there is a view."""
+VIEW_TIME = False
+"""Whether the view has a time namespace of its own (its boot clock, ``uptime``) to enter."""
+
+
+def view_pid() -> int | None:
+    """Return the pid of the agent's view's init, or None when the sandbox has no view.
+
+    It is the process called ``init`` that is PID 1 of a PID namespace below ours.
+    """
     for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
+        if not entry.isdigit():
             continue
         try:
-            if os.stat(f"/proc/{entry}").st_uid == uid:
+            with open(f"/proc/{entry}/status", encoding="utf-8") as handle:
+                fields = dict(line.split(":", 1) for line in handle.read().splitlines())
+        except (OSError, ValueError):
+            continue
+        ids = fields.get("NSpid", "").split()
+        if fields.get("Name", "").strip() == "init" and len(ids) == 2 and ids[1] == "1":
+            return int(entry)
+    return None
+
+
+def enter_view() -> None:
+    """Find the agent's view (as root, before dropping to the user) and open its /proc.
+
+    The view's /proc is reached through its init's root and kept open as a descriptor, so the
+    driver, once the user, still reads the session's processes by the pids they know.
+    """
+    global VIEW_PID, PROC, VIEW_TIME
+    VIEW_PID = view_pid()
+    if VIEW_PID is not None:
+        fd = os.open(f"/proc/{VIEW_PID}/root/proc", os.O_RDONLY | os.O_DIRECTORY)
+        PROC = f"/proc/self/fd/{fd}"
+        with contextlib.suppress(OSError):
+            VIEW_TIME = os.readlink(f"/proc/{VIEW_PID}/ns/time") != os.readlink(
+                "/proc/self/ns/time"
+            )
+
+
+def in_view(argv: list[str], uid: int, gid: int) -> list[str]:
+    """``argv`` run as the user inside the agent's view (unchanged when there is none).
+
+    nsenter (root: :func:`become_root` runs in the child first) enters the view's PID, mount
+    and cgroup namespaces (and its time namespace when it has one), and setpriv becomes the
+    user for good before ``argv`` runs.
+    """
+    if VIEW_PID is None:
+        return argv
+    spaces = ["-p", "-m", "-C", *(["-T"] if VIEW_TIME else [])]
+    enter = ["nsenter", "-t", str(VIEW_PID), *spaces, "--"]
+    become = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--init-groups", "--"]
+    # The home folder as the view's mounts reach it: nsenter's --wd would keep our mount of
+    # it, which the view cannot name (getcwd fails and the terminal's shell starts in /).
+    return [*enter, *become, "env", f"--chdir={HOME}", "--", *argv]
+
+
+def become_root() -> None:
+    """In the child that execs nsenter: root again, from the saved ids drop_to_user kept."""
+    os.setresgid(0, 0, 0)
+    os.setresuid(0, 0, 0)
+
+
+def view_pids(pids: set[int]) -> set[int]:
+    """The pids the view knows of our processes ``pids`` (those inside it; all without one)."""
+    if VIEW_PID is None:
+        return set(pids)
+    found = set()
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status", encoding="utf-8") as handle:
+                ids = next((line.split()[1:] for line in handle if line.startswith("NSpid:")), [])
+        except OSError:
+            continue
+        if len(ids) == 2:  # a process of the view: its second pid is the view's
+            found.add(int(ids[1]))
+    return found
+
+
+def user_processes(uid: int, proc: str | None = None) -> list[int]:
+    """The pids of every process owned by ``uid`` (but this one), in ``proc`` (default PROC).
+
+    The session's processes by default, by the pids they know; ``proc="/proc"``: every
+    process of the container by ours (to stop them).
+    """
+    proc = proc or PROC
+    pids = []
+    for entry in os.listdir(proc):
+        if not entry.isdigit() or (proc == "/proc" and int(entry) == os.getpid()):
+            continue
+        try:
+            if os.stat(f"{proc}/{entry}").st_uid == uid:
                 pids.append(int(entry))
         except FileNotFoundError:
             continue
@@ -249,14 +364,14 @@ def user_processes(uid: int) -> list[int]:
 def uses_x(pid: int) -> bool:
     """Whether the process has an X client library mapped (a program that will show windows)."""
     try:
-        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as maps:
+        with open(f"{PROC}/{pid}/maps", encoding="utf-8", errors="replace") as maps:
             return any("/libX11.so" in line or "/libxcb.so" in line for line in maps)
     except OSError:
         return False
 
 
 def descendants(pid: int) -> set[int]:
-    """``pid`` and every process below it."""
+    """``pid`` and every process below it (our pids: the container's /proc)."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -293,14 +408,20 @@ class Session:
 
     def spawn(self, argv: list[str], name: str, **options: Any) -> subprocess.Popen[bytes]:
         """Start one process of the session as ``user``, its output in the log folder."""
+        env = user_environment(self.bus_address)
+        if VIEW_PID is not None and shutil.which(argv[0], path=env["PATH"]) is None:
+            # nsenter would start and its child fail (exit 127): say so as Popen does.
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
         with open(LOG_DIR / f"{name}.log", "ab") as log:
             options.setdefault("stdout", log)
+            if VIEW_PID is not None:
+                options["preexec_fn"] = become_root
             process = subprocess.Popen(
-                argv,
+                in_view(argv, self.uid, self.gid),
                 stdin=subprocess.DEVNULL,
                 stderr=log,
                 cwd=HOME,
-                env=user_environment(self.bus_address),
+                env=env,
                 start_new_session=True,
                 **self.as_user,
                 **options,
@@ -369,7 +490,8 @@ class Session:
         if not self.bus_address:
             raise DriverError(f"the D-Bus session bus exited with code {bus.wait()}")
         self.spawn([AT_SPI_BUS_LAUNCHER, "--launch-immediately"], "at-spi-bus-launcher")
-        self.spawn(["openbox", "--config-file", str(OPENBOX_RC)], "openbox")
+        # openbox reads OPENBOX_RC, its system-wide configuration, without being told.
+        self.spawn(["openbox"], "openbox")
         LOG_DIR.joinpath("session.json").write_text(
             json.dumps(
                 {
@@ -386,7 +508,7 @@ class Session:
         """Kill every process of the user, reap ours, remove the display's lock files."""
         SESSION_FILE.unlink(missing_ok=True)
         deadline = time.monotonic() + 5.0
-        while (pids := user_processes(self.uid)) and time.monotonic() < deadline:
+        while (pids := user_processes(self.uid, "/proc")) and time.monotonic() < deadline:
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
@@ -539,32 +661,67 @@ class Desktop:
             self.xdisplay.flush()
         return changes
 
-    def settle(self, quiet_s: float, cap_s: float, before: set[int] | None = None) -> float:
+    def settle(
+        self, quiet_s: float, cap_s: float, before: set[int] | None = None, least_s: float = 0.0
+    ) -> float:
         """Wait until nothing happened for ``quiet_s`` (at most ``cap_s``); the time waited.
 
         With ``before`` (the user's processes before the input), a program started since then
-        that is still on its way to a window keeps the desktop unsettled too.
+        that is still on its way to a window keeps the desktop unsettled too
+        (:meth:`starting_programs`); nothing is settled before ``least_s`` (a tooltip's delay
+        after pointer input), nor, while nothing at all has happened since the input, before
+        REACTION_S: an application that takes longer than ``quiet_s`` to answer (a dialog
+        opening on a busy machine) was otherwise read before it answered, in some runs only.
         """
         started = time.monotonic()
         last = started
-        self.activity()
+        # What arrived while the input was sent is the input's effect already.
+        reacted = self.activity() > 0
+        shown: dict[int, float] = {}  # the programs seen ready, and when their window showed
         while True:
             now = time.monotonic()
             if self.activity():
-                last = now
+                last, reacted = now, True
             if now - started >= cap_s:
                 return now - started
-            if now - last >= quiet_s and not (before and self.starting_programs(before)):
+            if (
+                now - last >= quiet_s
+                and now - started >= max(least_s, 0.0 if reacted else REACTION_S)
+                and not (before and self.starting_programs(before, shown))
+            ):
                 return now - started
             time.sleep(POLL_S)
 
-    def starting_programs(self, before: set[int]) -> set[int]:
-        """Processes started since ``before`` that use X but have no managed window yet."""
+    def starting_programs(self, before: set[int], shown: dict[int, float]) -> set[int]:
+        """Processes started since ``before`` that use X and are not shown yet.
+
+        A program is shown once it has a managed window and its AT-SPI application has a
+        showing frame with something in it (a program without AT-SPI: NO_ACCESSIBILITY_GRACE_S
+        after its window). A window alone is not enough: a starting application fills its
+        tree after mapping it, and its bridge drops the events of its first moments, so the
+        desktop would look quiet while the tree is still empty (an observation read then
+        differed from run to run). ``shown`` keeps what was found between calls.
+        """
         new = set(user_processes(os.getuid())) - before
         if not new:
             return set()
         windowed = {self.window_pid(window) for window in self.client_windows()}
-        return {pid for pid in new - windowed if uses_x(pid)}
+        starting = {pid for pid in new - windowed if uses_x(pid)}
+        waiting = {pid for pid in new & windowed if shown.get(pid, 0.0) >= 0.0}
+        if waiting:
+            now = time.monotonic()
+            apps = [(app, pid) for app, _, pid in self.applications() if pid in waiting]
+            accessible = {pid for _, pid in apps}
+            framed = {pid for app, pid in apps if self.shows_frame(app, filled=True)}
+            for pid in waiting:
+                first = shown.setdefault(pid, now)
+                if pid in framed or (
+                    pid not in accessible and now - first >= NO_ACCESSIBILITY_GRACE_S
+                ):
+                    shown[pid] = -1.0  # ready: never asked again in this settle
+                else:
+                    starting.add(pid)
+        return starting
 
     # X11
 
@@ -844,13 +1001,15 @@ class Desktop:
             self.states_of_bits[bits] = names
         return names
 
-    def shows_frame(self, app: Any) -> bool:
-        """Whether the application has a showing top-level window."""
+    def shows_frame(self, app: Any, filled: bool = False) -> bool:
+        """Whether the application has a showing top-level window (``filled``: not empty)."""
         try:
             for index in range(app.get_child_count()):
                 child = app.get_child_at_index(index)
-                if child is not None and child.get_state_set().contains(
-                    self.Atspi.StateType.SHOWING
+                if (
+                    child is not None
+                    and child.get_state_set().contains(self.Atspi.StateType.SHOWING)
+                    and (not filled or child.get_child_count() > 0)
                 ):
                     return True
         except self.GLib.Error:
@@ -962,7 +1121,7 @@ def centres(start: int, length: int, cell: int) -> int:
 def process_name(pid: int) -> str:
     """The command name of a process ("" when it is gone)."""
     try:
-        return Path(f"/proc/{pid}/comm").read_text(encoding="utf-8", errors="replace").strip()
+        return Path(f"{PROC}/{pid}/comm").read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
         return ""
 
@@ -970,7 +1129,7 @@ def process_name(pid: int) -> str:
 def process_running(pid: int) -> bool:
     """Whether the process exists and has not ended (a zombie has ended)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+        stat = Path(f"{PROC}/{pid}/stat").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return False
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"  # the state follows the command's ")"
@@ -1334,7 +1493,10 @@ class Driver:
             still = []  # (argv, what it lacks)
             launched_pids: set[int] = set()
             for index, (argv, process) in enumerate(waiting):
-                pids = descendants(process.pid)
+                # Ours include nsenter's, outside the view; the view's are what windows and
+                # AT-SPI name.
+                ours = descendants(process.pid)
+                pids = view_pids(ours)
                 if index:
                     launched_pids |= pids
                 accessible = [app for app, _, pid in applications if pid in pids]
@@ -1346,7 +1508,7 @@ class Driver:
                     first = window_seen.setdefault(process.pid, time.monotonic())
                     if time.monotonic() - first >= NO_ACCESSIBILITY_GRACE_S:
                         continue
-                if process.poll() is not None and len(pids) == 1:
+                if process.poll() is not None and len(ours) == 1:
                     raise DriverError(
                         f"{argv} exited with code {process.returncode} before showing a window"
                     )
@@ -1392,7 +1554,11 @@ class Driver:
                 except Exception as failed:  # pyautogui's own complaint is the step's error
                     error = f"{type(failed).__name__}: {failed}"
                 action_s = time.monotonic() - started
-                settle_s = self.desktop.settle(quiet_s, cap_s, before)
+                # A pointer resting on a widget shows its tooltip after GTK's hover delay: wait
+                # that long, so whether the tooltip is in the observation does not depend on
+                # how fast the step was read.
+                least_s = HOVER_S if function in POINTER_FUNCTIONS else 0.0
+                settle_s = self.desktop.settle(quiet_s, cap_s, before, least_s)
         reply = self.desktop.observe(max_nodes)
         reply["error"] = error
         reply["timing"] = {
@@ -1485,7 +1651,13 @@ def last_look(max_nodes: int) -> dict[str, Any]:
 def drop_to_user() -> None:
     """Become ``user`` (when started as root), with the user's home and runtime folder."""
     account = pwd.getpwnam(SESSION_USER)
-    if os.geteuid() == 0:
+    if os.geteuid() == 0 and VIEW_PID is not None:
+        # Real and effective ids the user's (AT-SPI and D-Bus check them), root kept as the
+        # saved ids only: the one way back, for the child that enters the view.
+        os.setgroups([])
+        os.setresgid(account.pw_gid, account.pw_gid, 0)
+        os.setresuid(account.pw_uid, account.pw_uid, 0)
+    elif os.geteuid() == 0:
         os.setgroups([])
         os.setgid(account.pw_gid)
         os.setuid(account.pw_uid)
@@ -1505,6 +1677,8 @@ def main() -> None:
     parser.add_argument("--observe", action="store_true", help="print one observation")
     parser.add_argument("--max-nodes", type=int, default=DEFAULT_MAX_NODES)
     args = parser.parse_args()
+    if os.geteuid() == 0:
+        enter_view()
     drop_to_user()
     reply_fd = os.dup(1)
     os.dup2(2, 1)

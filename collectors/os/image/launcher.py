@@ -34,17 +34,13 @@ APPLICATIONS = (
 
 
 def launch(_button: Gtk.Button, argv: list[str]) -> None:
-    """Start one application, detached, its output in the session's log folder."""
-    log_dir = os.environ.get("WORLDTRACE_LOG_DIR", "/tmp")
-    with open(os.path.join(log_dir, f"{argv[0]}.log"), "ab") as log:
-        subprocess.Popen(
-            argv,
-            cwd=os.path.expanduser("~"),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-        )
+    """Start one application, detached, its output where the dock's own goes.
+
+    (The driver keeps that log outside the agent's view; no variable of ours names it.)
+    """
+    subprocess.Popen(
+        argv, cwd=os.path.expanduser("~"), stdin=subprocess.DEVNULL, start_new_session=True
+    )
 
 
 def reserve_strip(window: Gtk.Window, height: int) -> None:
@@ -83,7 +79,9 @@ def main() -> None:
     box.set_border_width(6)
     for label, argv in APPLICATIONS:
         button = Gtk.Button(label=label)
-        button.set_tooltip_text(f"Open {label.lower()} ({argv[0]})")
+        # No tooltip: one shows half a second after the pointer rests on a button, and after
+        # a click it came and went with the starting application's window, so whether it was
+        # in an observation depended on the run's timing.
         button.connect("clicked", launch, argv)
         box.pack_start(button, False, False, 0)
     window.add(box)
