@@ -12,9 +12,12 @@ import atexit
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.prefect_server import ServerProcess
 
 _CACHES = Path(tempfile.mkdtemp(prefix="worldtrace-test-caches-"))
 atexit.register(shutil.rmtree, _CACHES, ignore_errors=True)
@@ -53,3 +56,59 @@ def terminal_image() -> str:
 def site_images() -> list[str]:
     """Every web site image, built if its definition changed."""
     return ensure_domain_images("web")
+
+
+_SERVER: list[ServerProcess] = []
+"""The session's shared Prefect server, once started (tests/prefect_server.py)."""
+
+
+def _start_server() -> ServerProcess:
+    if not _SERVER:
+        _SERVER.append(ServerProcess(Path(tempfile.mkdtemp(prefix="prefect-server-", dir=_CACHES))))
+    return _SERVER[0]
+
+
+def _stop_server() -> None:
+    while _SERVER:
+        _SERVER.pop().stop()
+
+
+def _uses_server(item: pytest.Item) -> bool:
+    return "prefect_server" in getattr(item, "fixturenames", ())
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the shared Prefect server now if a collected test needs it: its start (seconds of
+    imports and a database) then overlaps the tests before, and no test's time limit pays it."""
+    if not session.config.option.collectonly and any(map(_uses_server, session.items)):
+        _start_server()
+
+
+@pytest.fixture(scope="session")
+def prefect_server() -> Iterator[str]:
+    """A real Prefect server shared by every test that asks for it; its API URL.
+
+    Started when collection ends (or by the first test that asks, if that missed it) and
+    stopped after the last test that uses it (see the teardown hook below), so the tests that
+    follow do not share the machine with an idle server.
+    """
+    try:
+        yield _start_server().url()
+    finally:
+        _stop_server()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Stop the shared Prefect server once no later test of this session uses it."""
+    if not _SERVER:
+        return
+    items = item.session.items
+    later = items[items.index(item) + 1 :] if item in items else []
+    if not any(_uses_server(other) for other in later):
+        _stop_server()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Never leave the shared server running (a session stopped early, no test using it)."""
+    _stop_server()

@@ -9,7 +9,6 @@ exporting it then work through the same commands as for every built-in domain.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pytest
 from datasets import load_dataset
 
 from tests.conftest import REPO
+from tests.prefect_server import client_env
 
 PACKAGE = Path(__file__).parent / "toy_domain"
 
@@ -51,37 +51,46 @@ def plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return site
 
 
-def worldtrace(plugin_path: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(plugin_path)}
+@pytest.fixture
+def api_env(prefect_server: str) -> dict[str, str]:
+    """The commands' environment: the session's Prefect server, so that each ``collect`` does
+    not start Prefect's temporary local API (most of its cost; not this test's subject)."""
+    return client_env(prefect_server)
+
+
+def worldtrace(
+    plugin_path: Path, cwd: Path, env: dict[str, str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    env = {**env, "PYTHONPATH": str(plugin_path)}
     command = [sys.executable, "-m", "worldtrace.flows.cli", *args]
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_a_domain_from_another_package_is_collected_curated_published_and_exported(
-    plugin_path: Path, tmp_path: Path
+    plugin_path: Path, tmp_path: Path, api_env: dict[str, str]
 ) -> None:
     before = _repository_state()
 
-    listed = worldtrace(plugin_path, tmp_path, "tasks", "sqlite")
+    listed = worldtrace(plugin_path, tmp_path, api_env, "tasks", "sqlite")
     assert listed.returncode == 0, listed.stderr
     assert "add-item" in listed.stdout
 
     collected = worldtrace(
-        plugin_path, tmp_path, "collect", "sqlite", "--episodes", "2", "--run-name", "toy"
+        plugin_path, tmp_path, api_env, "collect", "sqlite", "--episodes", "2", "--run-name", "toy"
     )
     assert collected.returncode == 0, collected.stderr
     replayed = worldtrace(
-        plugin_path, tmp_path, "collect", "--config", str(_replay_config(tmp_path)),
+        plugin_path, tmp_path, api_env, "collect", "--config", str(_replay_config(tmp_path)),
         "--run-name", "again", "--env", "seed_rows=1",
     )  # fmt: skip
     assert replayed.returncode == 0, replayed.stderr
 
-    curated = worldtrace(plugin_path, tmp_path, "curate", "runs/toy", "--out", "corpus")
+    curated = worldtrace(plugin_path, tmp_path, api_env, "curate", "runs/toy", "--out", "corpus")
     assert curated.returncode == 0, curated.stderr
-    published = worldtrace(plugin_path, tmp_path, "publish", "corpus", "--to", "dist")
+    published = worldtrace(plugin_path, tmp_path, api_env, "publish", "corpus", "--to", "dist")
     assert published.returncode == 0, published.stderr
     exported = worldtrace(
-        plugin_path, tmp_path, "export", "dist", "--format", "agentworld", "--out", "sft"
+        plugin_path, tmp_path, api_env, "export", "dist", "--format", "agentworld", "--out", "sft"
     )
     assert exported.returncode == 0, exported.stderr
 

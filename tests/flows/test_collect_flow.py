@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 
 import worldtrace.collectors.terminal as terminal_domain
+from tests.prefect_server import client_env
 from worldtrace.collectors.recorder import read_episode
 from worldtrace.collectors.terminal.actions import command
 from worldtrace.collectors.terminal.tasks import TerminalTask
@@ -26,6 +27,7 @@ from worldtrace.sandboxes.docker import LABEL, OWNER_PID_LABEL
 pytestmark = pytest.mark.docker
 
 TASKS = ["count-http-status-codes", "csv-sales-by-region", "word-frequency", "git-tag-from-history"]
+EPISODES = len(TASKS)
 
 
 def sealed_events(run_dir: Path) -> dict[str, list[dict]]:
@@ -35,7 +37,15 @@ def sealed_events(run_dir: Path) -> dict[str, list[dict]]:
     }
 
 
-def test_killed_collection_resumes_with_every_episode_exactly_once(tmp_path, terminal_image):
+def test_killed_collection_resumes_with_every_episode_exactly_once(
+    tmp_path, terminal_image, prefect_server
+):
+    # Four episodes on two workers: when the first is sealed the third is starting, so a kill
+    # then finds a sealed and a half-recorded episode with more to come, and the resume has
+    # episodes of each kind (set aside, never started) to collect. Both commands talk to the
+    # session's Prefect server: the temporary local API each would start costs more than the
+    # episodes, and is not what this test is about (tests/flows/test_stopping.py covers it).
+    server_env = client_env(prefect_server)
     command = [
         sys.executable,
         "-m",
@@ -43,7 +53,7 @@ def test_killed_collection_resumes_with_every_episode_exactly_once(tmp_path, ter
         "collect",
         "terminal",
         "--episodes",
-        "6",
+        str(EPISODES),
         "--workers",
         "2",
         "--out",
@@ -54,7 +64,11 @@ def test_killed_collection_resumes_with_every_episode_exactly_once(tmp_path, ter
     ]
     run_dir = tmp_path / "killed"
     first = subprocess.Popen(
-        command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        command,
+        env=server_env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 180
     # Kill while one episode is sealed and another is half recorded.
@@ -75,11 +89,11 @@ def test_killed_collection_resumes_with_every_episode_exactly_once(tmp_path, ter
     first.wait()
     sealed_before = {p.name: p.read_bytes() for p in (run_dir / "raw" / "episodes").iterdir()}
 
-    second = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    second = subprocess.run(command, env=server_env, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stderr[-2000:]
 
     episodes = sealed_events(run_dir)
-    expected = {f"killed-s{seed:06d}" for seed in range(6)}
+    expected = {f"killed-s{seed:06d}" for seed in range(EPISODES)}
     assert set(episodes) == expected
     for events in episodes.values():
         kinds = [event.type for event in events]

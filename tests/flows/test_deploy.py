@@ -1,6 +1,7 @@
 """Deployments, workers and sandbox limits on a real Prefect server, with real worker processes.
 
-One server per module (it takes ~15 s to come up). Every test drives the ``worldtrace`` command
+One server for the session, shared with the other tests that need one (it takes ~15 s to come
+up: tests/prefect_server.py). Every test drives the ``worldtrace`` command
 line in subprocesses, as a user would, and reads the results from the run directories and the
 server's API.
 """
@@ -15,7 +16,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import datetime
@@ -37,54 +37,12 @@ pytestmark = pytest.mark.docker
 CLI = [sys.executable, "-m", "worldtrace.flows.cli"]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real Prefect server (SQLite, its own home) whose scheduler runs every second."""
-    home = tmp_path_factory.mktemp("prefect-server")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/api"
-    env = os.environ | {
-        "PREFECT_HOME": str(home),
-        "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "1",
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        # An episode waiting for a sandbox slot asks again after at most this long (30 s by
-        # default, a wait that would dominate a test's few short episodes).
-        "PREFECT_SERVER_CONCURRENCY_MAXIMUM_CONCURRENCY_SLOT_WAIT_SECONDS": "1",
-    }
-    env.pop("PREFECT_API_URL", None)
-    log = (home / "server.log").open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "prefect", "server", "start", "--host=127.0.0.1", f"--port={port}"],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 90
-    while True:
-        with suppress(OSError), urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-            if response.status == 200:
-                break
-        if process.poll() is not None or time.monotonic() > deadline:
-            os.killpg(process.pid, signal.SIGKILL)
-            pytest.fail("the Prefect server did not come up:\n" + (home / "server.log").read_text())
-        time.sleep(0.3)
-    try:
-        yield url
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        log.close()
+@pytest.fixture
+def server(prefect_server: str) -> str:
+    """The session's real Prefect server (tests/prefect_server.py): SQLite, its own home, a
+    scheduler pass every second. Every test here names its deployments and runs apart; the
+    other tests that share the server run flows outside any work pool."""
+    return prefect_server
 
 
 def client_env(url: str) -> dict[str, str]:
@@ -115,30 +73,43 @@ def wt(url: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @contextmanager
+def workers(url: str, cwd: Path, count: int, *args: str) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """``count`` ``worldtrace worker`` processes, started together (each start is seconds of
+    imports), each killed with everything it started at the end."""
+    started: list[tuple[subprocess.Popen[bytes], Path, Any]] = []
+    try:
+        for _ in range(count):
+            log_path = cwd / f"worker-{time.monotonic_ns()}.log"
+            log = log_path.open("wb")
+            process = subprocess.Popen(
+                [*CLI, "worker", *args],
+                cwd=cwd,
+                env=client_env(url),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            started.append((process, log_path, log))
+        deadline = time.monotonic() + 60
+        for process, log_path, _ in started:
+            while b"started!" not in log_path.read_bytes():  # polling from now on
+                assert process.poll() is None, log_path.read_text()
+                assert time.monotonic() < deadline, "the worker did not start"
+                time.sleep(0.1)
+        yield [process for process, _, _ in started]
+    finally:
+        for process, _, log in started:
+            killed = kill_tree(process.pid)
+            process.wait()
+            log.close()
+            remove_sandboxes_of(killed)
+
+
+@contextmanager
 def worker(url: str, cwd: Path, *args: str) -> Iterator[subprocess.Popen[bytes]]:
     """A ``worldtrace worker`` process, killed with everything it started at the end."""
-    log_path = cwd / f"worker-{time.monotonic_ns()}.log"
-    log = log_path.open("wb")
-    process = subprocess.Popen(
-        [*CLI, "worker", *args],
-        cwd=cwd,
-        env=client_env(url),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while b"started!" not in log_path.read_bytes():  # polling from now on
-            assert process.poll() is None, log_path.read_text()
-            assert time.monotonic() < deadline, "the worker did not start"
-            time.sleep(0.1)
+    with workers(url, cwd, 1, *args) as (process,):
         yield process
-    finally:
-        killed = kill_tree(process.pid)
-        process.wait()
-        log.close()
-        remove_sandboxes_of(killed)
 
 
 def descendants(pid: int) -> list[int]:
@@ -479,10 +450,7 @@ def test_two_workers_share_the_parts_of_a_run(server: str, tmp_path: Path) -> No
     deployed = wt(server, tmp_path, "deploy", str(config), "--name", "shared", "--parts", "2")
     assert deployed.returncode == 0, deployed.stderr
     assert "shared-p1of2" in deployed.stdout and "shared-p2of2" in deployed.stdout
-    with (
-        worker(server, tmp_path, "--pool", "worldtrace", "--limit", "1") as first,
-        worker(server, tmp_path, "--pool", "worldtrace", "--limit", "1") as second,
-    ):
+    with workers(server, tmp_path, 2, "--pool", "worldtrace", "--limit", "1") as (first, second):
         ids = [start_run(server, f"scheduled-collect/shared-p{k}of2") for k in (1, 2)]
         # Which worker ran each part: the parent of the flow run's process (Prefect records
         # its pid as the run's infrastructure pid), read while it runs.

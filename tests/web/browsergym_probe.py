@@ -7,8 +7,11 @@ older Playwright. Reads a JSON request on stdin::
     {"pages": [{"url": "http://trac.test/", "clicks": ["12", "40"]}, ...]}
 
 For each page it opens a fresh ``BrowserEnv`` with BrowserGym's defaults (the task's
-1280x720 viewport, ``tags_to_mark="standard_html"``; only ``slow_mo`` is set to 0 and the
-Playwright ``timeout`` to 30 s, which change no observation) and writes one JSON line:
+1280x720 viewport, ``tags_to_mark="standard_html"``; only ``slow_mo`` and the
+``pre_observation_delay`` after each action are set to 0 and the Playwright ``timeout`` to
+30 s, which change no observation this probe reads: the first observation comes from the
+reset, which never waits, and a probed click is cancelled, so the page it leaves is the one it
+found) and writes one JSON line:
 BrowserGym's tree text (``flatten_axtree_to_str`` with and without ``with_visible``), the
 DOM path of each marked element, and for each requested ``click('<bid>')`` the DOM path of
 the element the click reached (a capturing listener records the click's target and cancels
@@ -54,8 +57,13 @@ class OpenPage(AbstractBrowserTask):
 def probe(url: str, clicks: list[str]) -> dict[str, Any]:
     """Read one page with BrowserGym and click the given bids on it."""
     # timeout: the task's 5 s default for each Playwright call is short on a loaded machine.
+    # pre_observation_delay: 0.5 s of sleep after every click, for a page that was left as is.
     env = bgym_env.BrowserEnv(
-        task_entrypoint=OpenPage, task_kwargs={"url": url}, slow_mo=0, timeout=30_000
+        task_entrypoint=OpenPage,
+        task_kwargs={"url": url},
+        slow_mo=0,
+        timeout=30_000,
+        pre_observation_delay=0,
     )
     try:
         obs, _ = env.reset(seed=0)

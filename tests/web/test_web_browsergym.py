@@ -34,6 +34,7 @@ from worldtrace.collectors.web.axtree import flatten_axtree, node_role, tree_ord
 from worldtrace.collectors.web.browser import chromium_path
 from worldtrace.collectors.web.environment import WebConfig, WebEnvironment
 from worldtrace.collectors.web.render import VOLATILE_PATTERNS
+from worldtrace.collectors.web.sites import site_definition
 from worldtrace.sandboxes.websites import BROWSER_HOST_RULES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,21 +67,60 @@ def _bgym_browsers(folder: Path, namespace: str) -> Path:
     return folder
 
 
-def _run_browsergym(pages: list[dict[str, Any]], browsers: Path) -> list[dict[str, Any]]:
+def _start_browsergym(
+    pages: list[dict[str, Any]], browsers: Path, folder: Path
+) -> subprocess.Popen[bytes]:
+    """Start BrowserGym's reading of ``pages`` (:func:`_browsergym_pages` collects it).
+
+    Its output goes to files in ``folder``, not pipes: a pipe nobody reads while the probe runs
+    would stop it at 64 KB of page text.
+    """
     if not BGYM_PYTHON.exists():
         pytest.fail("BrowserGym's venv is missing: run `bash scripts/browsergym_venv.sh`")
     env = {**os.environ, "PLAYWRIGHT_BROWSERS_PATH": str(browsers)}
-    done = subprocess.run(
-        [str(BGYM_PYTHON), str(PROBE)],
-        input=json.dumps({"pages": pages}),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    request = folder / "request.json"
+    request.write_text(json.dumps({"pages": pages}))
+    with (
+        request.open("rb") as stdin,
+        (folder / "stdout").open("wb") as stdout,
+        (folder / "stderr").open("wb") as stderr,
+    ):
+        return subprocess.Popen(
+            [str(BGYM_PYTHON), str(PROBE)], stdin=stdin, stdout=stdout, stderr=stderr, env=env
+        )
+
+
+def _browsergym_pages(probe: subprocess.Popen[bytes], folder: Path) -> list[dict[str, Any]]:
+    """BrowserGym's reading of each page, once its probe ended (killed after 600 s)."""
+    try:
+        probe.wait(timeout=600)
+    finally:
+        if probe.poll() is None:
+            probe.kill()
+            probe.wait()
+    assert probe.returncode == 0, (folder / "stderr").read_text()[-3000:]
+    lines = (folder / "stdout").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.startswith("{")]
+
+
+class _SharedSite:
+    """The site ``owner`` runs, lent to a second environment, which must not stop it."""
+
+    def __init__(self, owner: WebEnvironment) -> None:
+        assert owner.site is not None
+        self._site = owner.site
+        self.origin = owner.site.origin
+
+    def url(self, path: str) -> str:
+        """Absolute URL of ``path`` on the site."""
+        return self._site.url(path)
+
+    def versions(self) -> dict[str, str]:
+        """Versions of the app and its image."""
+        return self._site.versions()
+
+    def close(self) -> None:
+        """Leave the site running: its owner stops it."""
 
 
 TEXT_BOX_LINE = re.compile(r"^\t*InlineTextBox ['\"]")
@@ -143,30 +183,49 @@ def _shared(ours: dict[str, str], theirs: dict[str, str]) -> int:
 
 @pytest.fixture(scope="module", params=sorted(PAGES))
 def compared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator:
-    """Every page of one site read by our environment (both markings) and by BrowserGym."""
+    """Every page of one site read by our environment (both markings) and by BrowserGym.
+
+    One site container serves all three readers. Only reads and cancelled clicks reach it, so
+    each reader sees what a fresh site shows, as BrowserGym's always did on ours. The
+    every-element marking (before web text version 2) only gives the figures printed for
+    comparison.
+    """
     site = request.param
     # clock_start=None: BrowserGym's browser runs on the machine's clock; so does ours here.
     env = WebEnvironment(WebConfig(site=site, clock_start=None))
-    legacy = WebEnvironment(WebConfig(site=site, clock_start=None, tags_to_mark="all"))
+    # A longer navigation limit (15 s by default) keeps a loaded machine from failing the
+    # every-element reader, which only prints figures.
+    legacy = WebEnvironment(
+        WebConfig(site=site, clock_start=None, tags_to_mark="all", navigation_timeout_s=60),
+        start_site=lambda config, network: (_SharedSite(env), site_definition(site).start_path),
+    )
+    probe = None
     try:
         env.reset(0, None)
         assert env.site is not None and env.browser is not None
         urls = [env.site.url(path) for path in PAGES[site]]
         ours = [_read_ours(env, url, None) for url in urls]
-        browsers = _bgym_browsers(tmp_path_factory.mktemp("bgym"), env.browser.network.path)
-        theirs = _run_browsergym(
+        folder = tmp_path_factory.mktemp("bgym")
+        browsers = _bgym_browsers(folder / "browsers", env.browser.network.path)
+        probe = _start_browsergym(
             [{"url": url, "clicks": list(o["clicks"])} for url, o in zip(urls, ours, strict=True)],
             browsers,
+            folder,
         )
-        env.close()
+        # BrowserGym reads alone: run beside another reader on a loaded machine, its page
+        # loads outlasted their 30 s limit (load average 22).
+        theirs = _browsergym_pages(probe, folder)
         legacy.reset(0, None)
         old = [
             _read_ours(legacy, url, list(o["clicks"])) for url, o in zip(urls, ours, strict=True)
         ]
         yield site, urls, ours, theirs, old
     finally:
-        env.close()
+        if probe is not None and probe.poll() is None:
+            probe.kill()
+            probe.wait()
         legacy.close()
+        env.close()
 
 
 def test_same_bids_for_the_same_elements(compared: Any) -> None:
