@@ -12,8 +12,14 @@ schedule is anchored at the time of deploying, so its first run comes one interv
 or the UI). ``--parts N`` splits every run into N deployments sharing the schedule, which the
 pool's workers take one each (:mod:`worldtrace.flows.scheduled` says how parts divide a run).
 
-``worldtrace worker --pool POOL`` runs Prefect's process worker in this process; each flow run
-is a child process; it polls for due runs every 2 s (Prefect's default: 10 s). ``--limit``
+``worldtrace worker --pool POOL`` runs Prefect's process worker in this process, restricted to
+worldtrace's own flows: a flow run whose deployment's entrypoint is not one of
+:data:`ALLOWED_ENTRYPOINTS`, that has pull steps, whose job variables (or the pool's job
+template) set a command, environment variables or anything but :data:`ALLOWED_JOB_VARIABLES`,
+or whose working folder another user could write, is refused before any process starts and ends
+Crashed with a message saying why (:func:`check_flow_run`, docs/deployments.md). Each flow run
+it accepts is a child process that loads the checked entrypoint from the installed package.
+It polls for due runs every 2 s (Prefect's default: 10 s). ``--limit``
 caps its concurrent flow runs, ``--sandboxes`` sets this machine's global concurrency limit on
 sandboxes (see :mod:`worldtrace.flows.slots`). A worker
 is named ``<hostname>:<pid>``, which Prefect writes on every flow run it takes; so a worker
@@ -31,9 +37,12 @@ command line configured logging.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import re
 import socket
+import stat
+import sys
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -278,12 +287,241 @@ def list_deployments() -> list[dict[str, str]]:
     return sorted(rows, key=lambda row: row["deployment"])
 
 
+ALLOWED_ENTRYPOINTS = {
+    "worldtrace.flows.scheduled.scheduled_collect": "scheduled_collect",
+    "worldtrace.flows.scheduled.scheduled_pipeline": "scheduled_pipeline",
+}
+"""The only flows a ``worldtrace worker`` runs: the entry points ``worldtrace deploy``
+registers (module paths in the installed package), mapped to their names in
+:mod:`worldtrace.flows.scheduled`."""
+ALLOWED_JOB_VARIABLES = frozenset({"working_dir", "stream_output", "name", "labels"})
+"""Job variables that leave what runs unchanged: the folder runs execute in (checked by
+:func:`check_working_dir`), whether output is streamed, the process's display name and labels.
+``command`` and ``env`` (``PYTHONPATH``, ``LD_PRELOAD``, ``PREFECT_*`` logging configs, …
+each run code of the sender's choosing) and anything else are refused."""
+
+
+class RefusedFlowRun(Exception):
+    """A flow run a ``worldtrace worker`` will not execute; the message says why."""
+
+
+def check_working_dir(path: Path, uid: int | None = None) -> None:
+    """Refuse a working folder another user could plant code or settings in.
+
+    A flow run's process starts there: Prefect reads ``.env``, ``prefect.toml`` and
+    ``pyproject.toml`` from it (a logging config among them runs any code), so the folder and
+    each folder above it must belong to the worker's user or root and be writable by no one
+    else (a sticky folder such as ``/tmp`` may be above it: nobody else can rename in it).
+    """
+    uid = os.geteuid() if uid is None else uid
+    try:
+        resolved = path.resolve(strict=True)
+    except OSError as error:
+        raise RefusedFlowRun(f"working_dir {str(path)!r} cannot be used: {error}") from None
+    if not resolved.is_dir():
+        raise RefusedFlowRun(f"working_dir {str(path)!r} is not a folder")
+    for folder in (resolved, *resolved.parents):
+        info = folder.stat()
+        if info.st_uid not in (uid, 0):
+            raise RefusedFlowRun(
+                f"working_dir {str(path)!r}: {folder} belongs to uid {info.st_uid}, not to "
+                f"this worker's user (uid {uid}) or root, so its owner could plant code there"
+            )
+        writable_by_others = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        sticky = folder != resolved and info.st_mode & stat.S_ISVTX
+        if writable_by_others and not sticky:
+            raise RefusedFlowRun(
+                f"working_dir {str(path)!r}: {folder} is writable by other users "
+                f"(mode {stat.filemode(info.st_mode)}), so they could plant code there"
+            )
+
+
+def check_flow_run(
+    entrypoint: str | None,
+    pull_steps: list[Any] | None,
+    job_variables: dict[str, Any],
+    command_configured: bool,
+    configured_env: dict[str, Any],
+    working_dir: Path | None,
+) -> str:
+    """The entry point of a flow run this worker may run; :class:`RefusedFlowRun` if not.
+
+    ``job_variables`` are the deployment's and the flow run's together; ``command_configured``
+    and ``configured_env`` are what the pool's job template made of them (a template can set a
+    command or environment of its own).
+    """
+    if entrypoint not in ALLOWED_ENTRYPOINTS:
+        allowed = ", ".join(sorted(ALLOWED_ENTRYPOINTS))
+        raise RefusedFlowRun(
+            f"entrypoint {entrypoint!r} is not one of worldtrace's flows ({allowed})"
+        )
+    if pull_steps:
+        raise RefusedFlowRun("the deployment has pull steps, which run code before the flow")
+    foreign = sorted(set(job_variables) - ALLOWED_JOB_VARIABLES)
+    if foreign:
+        raise RefusedFlowRun(
+            f"job variable(s) {', '.join(foreign)} would change what the worker executes "
+            f"(allowed: {', '.join(sorted(ALLOWED_JOB_VARIABLES))})"
+        )
+    if command_configured:
+        raise RefusedFlowRun("the work pool's job template sets a command")
+    if configured_env:
+        raise RefusedFlowRun(
+            f"the work pool's job template sets environment variable(s) "
+            f"{', '.join(sorted(configured_env))}"
+        )
+    if working_dir is not None:
+        check_working_dir(working_dir)
+    return entrypoint
+
+
+@functools.cache
+def worldtrace_worker_class() -> type[Any]:
+    """Prefect's process worker, restricted to worldtrace's own flows (see :func:`check_flow_run`).
+
+    Built on first use: Prefect is imported inside the commands, after logging is configured.
+    """
+    import warnings
+
+    from prefect.utilities.dispatch import get_registry_for_type
+    from prefect.workers.process import ProcessJobConfiguration, ProcessWorker
+    from pydantic import PrivateAttr
+
+    class GuardedJobConfiguration(ProcessJobConfiguration):
+        """Keeps what the job template set before Prefect adds its own environment."""
+
+        _template_env: dict[str, Any] = PrivateAttr(default_factory=dict)
+        _deployment: Any = PrivateAttr(default=None)
+
+        def prepare_for_flow_run(
+            self, flow_run: Any, deployment: Any = None, **kwargs: Any
+        ) -> None:
+            self._template_env = dict(self.env or {})
+            self._deployment = deployment
+            super().prepare_for_flow_run(flow_run, deployment, **kwargs)
+
+    # Prefect registers every worker class under its type; ours is a process worker too, and
+    # must not replace Prefect's in the registry (`prefect worker start --type process`).
+    registry = get_registry_for_type(ProcessWorker)
+    original = registry.get(ProcessWorker.type) if registry is not None else None
+    with warnings.catch_warnings():
+        # Prefect warns that the registered process worker is replaced: it is put back below.
+        warnings.filterwarnings("ignore", message="Type 'WorldtraceWorker'", category=UserWarning)
+        worker_class = _define_worker(ProcessWorker, GuardedJobConfiguration)
+    if registry is not None and original is not None:
+        registry[ProcessWorker.type] = original
+    return worker_class
+
+
+def _define_worker(process_worker: type[Any], guarded_configuration: type[Any]) -> type[Any]:
+    """The :class:`WorldtraceWorker` class on Prefect's process worker (imported by the caller)."""
+    import tempfile
+    from contextlib import nullcontext
+
+    import anyio
+    from prefect.runner._flow_run_executor import FlowRunExecutorContext
+    from prefect.runner._starter_engine import EngineCommandStarter
+    from prefect.workers.process import ProcessWorkerResult
+
+    class WorldtraceWorker(process_worker):
+        """A process worker that executes only worldtrace's scheduled flows, and refuses the rest.
+
+        The checks run in :meth:`run`, before any process starts; a refused run ends Crashed
+        with a message that starts ``refused by the worldtrace worker:``. The flow run's process
+        loads the flow from the checked entry point (``PREFECT__FLOW_ENTRYPOINT``), not from
+        the deployment, which may change after the check, and never runs pull steps.
+        """
+
+        type = "process"
+        job_configuration = guarded_configuration
+
+        async def run(
+            self,
+            flow_run: Any,
+            configuration: Any,
+            task_status: Any = None,
+        ) -> Any:
+            if task_status is None:
+                task_status = anyio.TASK_STATUS_IGNORED
+            deployment = configuration._deployment
+            if deployment is None and flow_run.deployment_id:
+                deployment = await self.client.read_deployment(flow_run.deployment_id)
+            try:
+                if deployment is None:
+                    raise RefusedFlowRun("the flow run belongs to no deployment")
+                entrypoint = check_flow_run(
+                    deployment.entrypoint,
+                    deployment.pull_steps,
+                    {**(deployment.job_variables or {}), **(flow_run.job_variables or {})},
+                    configuration._command_configured,
+                    configuration._template_env,
+                    configuration.working_dir,
+                )
+            except RefusedFlowRun as refused:
+                message = f"refused by the worldtrace worker: {refused}"
+                # In the run's own logs on the server, and one line for whoever runs the worker.
+                self.get_flow_run_logger(flow_run).error(message)
+                # Unwrapped, so a line in the worker's log is a whole refusal.
+                print(f"flow run {flow_run.name} ({flow_run.id}) {message}", file=sys.stderr)
+                raise RefusedFlowRun(message) from None
+
+            env = {
+                **configuration.env,
+                # A process started by `python -m` puts its working folder first on sys.path.
+                "PYTHONSAFEPATH": "1",
+            }
+            folder = (
+                nullcontext(configuration.working_dir)
+                if configuration.working_dir
+                else tempfile.TemporaryDirectory(suffix="prefect")
+            )
+            execution = None
+            with folder as working_dir:
+                async with FlowRunExecutorContext() as context:
+                    starter = EngineCommandStarter(
+                        entrypoint=entrypoint,
+                        cwd=Path(working_dir).resolve(),
+                        env=env,
+                        stream_output=configuration.stream_output,
+                        control_channel=context.control_channel,
+                    )
+
+                    async def resolve(run: Any) -> Any:
+                        from worldtrace.flows import scheduled
+
+                        return getattr(scheduled, ALLOWED_ENTRYPOINTS[entrypoint])
+
+                    executor = context.create_executor(
+                        flow_run, starter, resolve_flow=resolve, propose_submitting=False
+                    )
+
+                    async def execute(*, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+                        nonlocal execution
+                        execution = await executor.submit(task_status=task_status)
+
+                    async with anyio.create_task_group() as group:
+                        handle = await group.start(execute)
+                        if handle.pid is None:
+                            raise RuntimeError("Flow run process has no PID")
+                        task_status.started(handle.pid)
+            if execution is None or execution.status_code is None:
+                raise RuntimeError("Failed to start flow run process.")
+            return ProcessWorkerResult(
+                status_code=execution.status_code, identifier=str(execution.handle.pid)
+            )
+
+    return WorldtraceWorker
+
+
 def run_worker(
     pool: str, limit: int | None, sandboxes: int | None, name: str | None = None
 ) -> None:
-    """Run a Prefect process worker on ``pool`` in this process until it is stopped."""
+    """Run a worldtrace worker on ``pool`` in this process until it is stopped.
+
+    It is Prefect's process worker restricted to worldtrace's own flows
+    (:func:`worldtrace_worker_class`).
+    """
     from prefect.settings import temporary_settings
-    from prefect.workers.process import ProcessWorker
 
     from worldtrace.flows.slots import sandbox_machine, set_machine_limit
     from worldtrace.sandboxes.remote import SANDBOX_HOST_ENV
@@ -301,7 +539,8 @@ def run_worker(
 
     async def work() -> None:
         worker_name = name or f"{socket.gethostname()}:{os.getpid()}"
-        async with ProcessWorker(work_pool_name=pool, limit=limit, name=worker_name) as worker:
+        worker_class = worldtrace_worker_class()
+        async with worker_class(work_pool_name=pool, limit=limit, name=worker_name) as worker:
             await worker.start()
 
     with temporary_settings(worker_settings()):

@@ -1,6 +1,9 @@
 """A real Prefect server run by worldtrace as a managed background process.
 
-``worldtrace server start`` runs ``prefect server start`` detached (its own session: it
+``worldtrace server start`` serves on loopback (``127.0.0.1``) unless ``--host`` says otherwise,
+and refuses another address unless Prefect's API authentication is configured
+(:data:`SERVER_AUTH_ENV`, see :func:`check_exposure` and docs/deployments.md): anyone who
+reaches the API can create flow runs. It runs ``prefect server start`` detached (its own session: it
 outlives the command) with its own Prefect home, ``$XDG_STATE_HOME/worldtrace/prefect-server``
 (``~/.local/state/…`` by default; :data:`SERVER_HOME_ENV` moves it, which tests do). The home
 holds the SQLite database (unless ``--database`` gives a PostgreSQL URL,
@@ -16,13 +19,15 @@ Every other command calls :func:`select_api` before anything imports Prefect: wh
 server runs and answers, ``PREFECT_API_URL`` points at it, so flow runs, deployments and
 schedules live there and the UI shows them; when it does not, Prefect's temporary local API
 runs inside the command as before. A ``PREFECT_API_URL`` the user set (in the environment or
-the active Prefect profile) always wins. The commands that run flows (:data:`FLOW_COMMANDS`)
-print the one line :func:`select_api` returns, dimmed on stderr, so a run's records are never
-somewhere the user did not expect.
+the active Prefect profile) always wins. A server that requires authentication is sent
+:data:`CLIENT_AUTH_ENV`, taken from :data:`SERVER_AUTH_ENV` when only that is set. The
+commands that run flows (:data:`FLOW_COMMANDS`) print the one line :func:`select_api`
+returns, dimmed on stderr, so a run's records are never somewhere the user did not expect.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
@@ -49,6 +54,10 @@ from worldtrace.flows.logs import state_home
 # this module before it configures logging.
 
 SERVER_HOME_ENV = "WORLDTRACE_SERVER_HOME"
+SERVER_AUTH_ENV = "PREFECT_SERVER_API_AUTH_STRING"
+"""Prefect's own setting for the server's HTTP basic authentication, ``user:password``."""
+CLIENT_AUTH_ENV = "PREFECT_API_AUTH_STRING"
+"""Prefect's own setting for what its clients send to a server that requires authentication."""
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 4200
 START_TIMEOUT_S = 120.0
@@ -110,6 +119,9 @@ class ServerState:
     process_start: int | None
     """The process's start time in clock ticks since boot (Linux), so a reused pid is not
     taken for the server."""
+    auth: bool = False
+    """Whether the API requires authentication (:data:`SERVER_AUTH_ENV` was set when it
+    started); the string itself is never written here. Absent from older state files."""
 
     @property
     def url(self) -> str:
@@ -130,6 +142,37 @@ def _local_url(host: str, port: int) -> str:
     """How this machine reaches a server listening on ``host``: on every address, by loopback."""
     host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is an address only this machine reaches (``localhost`` counts)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to any address
+
+
+def check_exposure(host: str) -> bool:
+    """Refuse to serve beyond this machine without authentication; return whether it is on.
+
+    Anyone who reaches the API can create deployments and flow runs; a server on another
+    address than loopback therefore needs Prefect's API authentication
+    (:data:`SERVER_AUTH_ENV`), which its clients then send (:data:`CLIENT_AUTH_ENV`).
+    """
+    from worldtrace.schemas.errors import InputError
+
+    auth = bool(os.environ.get(SERVER_AUTH_ENV))
+    if not is_loopback(host) and not auth:
+        raise InputError(
+            f"--host {host} would serve the Prefect API beyond this machine with no "
+            "authentication, so anyone who reaches it could create deployments and flow runs; "
+            f"set {SERVER_AUTH_ENV}=USER:PASSWORD (Prefect's API authentication) to require it "
+            f"(clients then set {CLIENT_AUTH_ENV} to the same string), or serve on "
+            f"{DEFAULT_HOST} (the default)"
+        )
+    return auth
 
 
 def _load_state() -> ServerState | None:
@@ -308,6 +351,7 @@ def start(
     """
     from worldtrace.schemas.errors import InputError
 
+    auth = check_exposure(host)
     home = server_home()
     url = database_url(database, home)
     shown_database = hide_password(url)
@@ -350,6 +394,7 @@ def start(
         database=shown_database,
         started_at=datetime.now(UTC).isoformat(),
         process_start=process_start,
+        auth=auth,
     )
     # Written before the wait, so a `server stop` from elsewhere finds a server still starting.
     _write_state(state)
@@ -402,8 +447,8 @@ def stop(timeout_s: float = STOP_TIMEOUT_S) -> ServerState | None:
     return None
 
 
-def _profile_api_url() -> str | None:
-    """``PREFECT_API_URL`` of the active Prefect profile, read without importing Prefect."""
+def _profile_setting(name: str) -> str | None:
+    """Setting ``name`` of the active Prefect profile, read without importing Prefect."""
     home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect")
     path = Path(os.environ.get("PREFECT_PROFILES_PATH") or home / "profiles.toml")
     try:
@@ -412,8 +457,8 @@ def _profile_api_url() -> str | None:
         return None
     active = os.environ.get("PREFECT_PROFILE") or profiles.get("active")
     settings = profiles.get("profiles", {}).get(active, {})
-    url = settings.get("PREFECT_API_URL") if isinstance(settings, dict) else None
-    return url if isinstance(url, str) and url else None
+    value = settings.get(name) if isinstance(settings, dict) else None
+    return value if isinstance(value, str) and value else None
 
 
 def select_api() -> str:
@@ -423,7 +468,7 @@ def select_api() -> str:
     ``PREFECT_API_URL`` the user set, in the environment or the active profile, is kept as it
     is. Cheap when no server runs: one missing file, no network.
     """
-    user_url = os.environ.get("PREFECT_API_URL") or _profile_api_url()
+    user_url = os.environ.get("PREFECT_API_URL") or _profile_setting("PREFECT_API_URL")
     if user_url:
         return f"Prefect API at {user_url} (your PREFECT_API_URL)"
     try:
@@ -438,6 +483,13 @@ def select_api() -> str:
             "`worldtrace server status`)"
         )
     os.environ["PREFECT_API_URL"] = state.api_url
+    if state.auth and not (os.environ.get(CLIENT_AUTH_ENV) or _profile_setting(CLIENT_AUTH_ENV)):
+        # The string the server was started with, when this shell has it: send it.
+        if not os.environ.get(SERVER_AUTH_ENV):
+            return (
+                f"Prefect server at {state.url} (it requires authentication: set {CLIENT_AUTH_ENV})"
+            )
+        os.environ[CLIENT_AUTH_ENV] = os.environ[SERVER_AUTH_ENV]
     return f"Prefect server at {state.url}"
 
 
@@ -458,7 +510,12 @@ def register(app: typer.Typer) -> None:
     @server_app.command("start")
     def start_command(
         port: Annotated[int, typer.Option(help="port to serve on")] = DEFAULT_PORT,
-        host: Annotated[str, typer.Option(help="address to serve on")] = DEFAULT_HOST,
+        host: Annotated[
+            str,
+            typer.Option(
+                help=f"address to serve on; another than loopback needs {SERVER_AUTH_ENV}"
+            ),
+        ] = DEFAULT_HOST,
         database: Annotated[
             str | None,
             typer.Option(
@@ -482,6 +539,12 @@ def register(app: typer.Typer) -> None:
                 f"Prefect server started at {state.url} in {time.monotonic() - began:.1f} s "
                 f"(pid {state.pid}, database {state.database}); log: {log_path()}"
             )
+            if state.auth:
+                typer.echo(
+                    f"it requires authentication ({SERVER_AUTH_ENV}): clients send the same "
+                    f"string as {CLIENT_AUTH_ENV} (worldtrace commands on this machine do when "
+                    f"{SERVER_AUTH_ENV} is set)"
+                )
         else:
             typer.echo(f"Prefect server already running at {state.url} (pid {state.pid})")
 
@@ -524,6 +587,7 @@ def register(app: typer.Typer) -> None:
             ("url", state.url),
             ("api", state.api_url),
             ("database", state.database),
+            ("authentication", "required" if state.auth else "none (loopback only)"),
             ("pid", state.pid),
             ("uptime", _uptime(state.uptime_s())),
             ("log", log_path()),

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +31,10 @@ from typer.testing import CliRunner
 from worldtrace.flows import server
 from worldtrace.flows.cli import app
 
+LOADED_START_TIMEOUT_S = 300
+"""Seconds a test's server start may take: 114 to 141 s were measured at load averages near 20
+(the command's default, 120 s, was exceeded there)."""
+
 
 def _free_port() -> int:
     with socket.socket() as probe:
@@ -37,14 +42,18 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _worldtrace(args: list[str], home: Path, timeout: float = 180) -> subprocess.CompletedProcess:
+def _worldtrace(
+    args: list[str], home: Path, timeout: float = 180, extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     """Run ``worldtrace ARGS`` as its own process, with the server home ``home``."""
     env = {
         **os.environ,
         server.SERVER_HOME_ENV: str(home),
         "WORLDTRACE_LOG_DIR": str(home / "cli-logs"),
     }
-    env.pop("PREFECT_API_URL", None)
+    for name in ("PREFECT_API_URL", server.SERVER_AUTH_ENV, server.CLIENT_AUTH_ENV):
+        env.pop(name, None)
+    env |= extra or {}
     return subprocess.run(
         [sys.executable, "-m", "worldtrace.flows.cli", *args],
         env=env,
@@ -83,7 +92,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     home = tmp_path_factory.mktemp("prefect-server")
     port = _free_port()
     began = time.monotonic()
-    started = _worldtrace(["server", "start", "--port", str(port)], home)
+    # A first start migrates a database: minutes at load averages near 20, past the default.
+    args = ["server", "start", "--port", str(port), "--timeout", str(LOADED_START_TIMEOUT_S)]
+    started = _worldtrace(args, home)
     assert started.returncode == 0, started.stdout + started.stderr
     print(f"server start: {time.monotonic() - began:.1f} s")
     assert f"started at http://127.0.0.1:{port}" in started.stdout
@@ -265,6 +276,7 @@ def test_a_server_on_postgresql_keeps_its_records_there(
 
     port = _free_port()
     args = ["server", "start", "--port", str(port), "--database", postgresql]
+    args += ["--timeout", str(LOADED_START_TIMEOUT_S)]
     started = _invoke(args, tmp_path, monkeypatch)
     try:
         assert started.exit_code == 0, started.output
@@ -369,3 +381,60 @@ def test_the_server_tells_slot_requests_to_ask_again_soon(
     assert server._server_environment(tmp_path, "sqlite+aiosqlite:///x.db")[name] == "2"
     monkeypatch.setenv(name, "9")  # the user's own setting wins
     assert server._server_environment(tmp_path, "sqlite+aiosqlite:///x.db")[name] == "9"
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.7", "prefect.example.org"])
+def test_another_address_than_loopback_without_authentication_is_refused(
+    host: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(server.SERVER_AUTH_ENV, raising=False)
+    port = _free_port()
+    args = ["server", "start", "--host", host, "--port", str(port)]
+    result = _invoke(args, tmp_path, monkeypatch)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: --host {host} would serve the Prefect API beyond")
+    assert f"set {server.SERVER_AUTH_ENV}=USER:PASSWORD" in result.stderr
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "server.json").exists() and not (tmp_path / "server.log").exists()
+    assert not server.healthy(f"http://127.0.0.1:{port}/api")
+
+
+def test_loopback_addresses_need_no_authentication() -> None:
+    for host in ("127.0.0.1", "127.3.4.5", "::1", "[::1]", "localhost"):
+        assert server.is_loopback(host), host
+    for host in ("0.0.0.0", "::", "10.0.0.1", "prefect.example.org"):
+        assert not server.is_loopback(host), host
+
+
+def test_a_server_beyond_loopback_requires_authentication_and_clients_send_it(
+    tmp_path: Path,
+) -> None:
+    home, port, secret = tmp_path / "home", _free_port(), "worldtrace:s3cret-7"
+    auth = {server.SERVER_AUTH_ENV: secret}
+    args = ["server", "start", "--host", "0.0.0.0", "--port", str(port)]
+    args += ["--timeout", str(LOADED_START_TIMEOUT_S)]
+    started = _worldtrace(args, home, extra=auth)
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert f"started at http://127.0.0.1:{port}" in started.stdout
+        assert f"it requires authentication ({server.SERVER_AUTH_ENV})" in started.stdout
+        assert secret not in started.stdout + (home / "server.json").read_text()
+        api = f"http://127.0.0.1:{port}/api"
+        # Health answers anyone (probes); everything else wants the credentials.
+        assert server.healthy(api)
+        request = urllib.request.Request(f"{api}/deployments/filter", data=b"{}", method="POST")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 401
+        # A worldtrace command on this machine sends what the server was started with...
+        listed = _worldtrace(["deployments"], home, extra=auth)
+        assert listed.returncode == 0, listed.stderr
+        assert f"no deployments on {api}" in listed.stderr
+        # ...and without it says what is missing.
+        unauthorized = _worldtrace(["deployments"], home)
+        assert unauthorized.returncode != 0
+        assert f"requires authentication: set {server.CLIENT_AUTH_ENV}" in unauthorized.stderr
+        status = _worldtrace(["server", "status"], home)
+        assert "authentication: required" in status.stdout.splitlines()
+    finally:
+        _worldtrace(["server", "stop"], home)
