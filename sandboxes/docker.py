@@ -456,7 +456,12 @@ class DockerSandbox:
         hidden = (image.labels or {}).get(view.HIDDEN_LABEL, "").split()
         offset = round(self.clock.offset_s()) if self.clock is not None else 0
         environment = view.setup_environment(
-            self.limits.memory_mb, self.limits.cpus, hidden, offset, disk_mb=self.limits.disk_mb
+            self.limits.memory_mb,
+            self.limits.cpus,
+            hidden,
+            offset,
+            disk_mb=self.limits.disk_mb,
+            writable=writable_paths(image),
         )
         try:
             result = self.exec(["bash", "-c", view.SETUP], timeout=30, env=environment, user="root")

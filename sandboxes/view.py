@@ -83,6 +83,15 @@ while read -r target source; do
     echo "$target" >> /dev/shm/.binds
   fi
 done < <(awk '{ for (i = 7; $i != "-"; i++) ; print $5, $(i + 2) }' /proc/self/mountinfo)
+# Without a disk cap (an engine on another machine) the writable folders are folders of
+# Docker's writable root, not mounts: bound into the view as they are, or the view's
+# read-only root would make them read-only.
+for path in $VIEW_WRITABLE; do
+  if [ -d "$path" ] && ! grep -qxF "$path" /dev/shm/.binds \
+      && ! awk -v p="$path" '$5 == p { found = 1 } END { exit !found }' /proc/self/mountinfo; then
+    echo "$path" >> /dev/shm/.binds
+  fi
+done
 if [ "${#files[@]}" -gt 0 ]; then
   cp --parents -t "$layer" "${files[@]}"
   chmod 644 "${files[@]/#/$layer}"
@@ -228,8 +237,12 @@ def setup_environment(
     hidden: list[str],
     clock_offset_s: int = 0,
     disk_mb: int | None = None,
+    writable: tuple[str, ...] = (),
 ) -> dict[str, str]:
     """The environment :data:`SETUP` runs with, for a sandbox of these limits.
+
+    ``writable`` are the image's writable folders: those that are not mounts (no disk cap)
+    are bound into the view writable.
 
     ``clock_offset_s`` moves the boot time ``/proc/stat`` shows onto the episode's clock (and
     is the offset the clock library shifts file times by). ``disk_mb`` is the size ``df /``
@@ -245,6 +258,7 @@ def setup_environment(
         "VIEW_LOADAVG": "0.00 0.00 0.00 1/1 1\n",
         "VIEW_CPUS": str(cpu_count(cpus)),
         "VIEW_HIDDEN": " ".join(hidden),
+        "VIEW_WRITABLE": " ".join(writable),
     }
 
 
