@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from tests.processes import process_stats
 from tests.records import make_transition
 from worldtrace.schemas import Observation, Transition, to_table
 
@@ -57,18 +58,9 @@ def write_run(root: Path, rows: int) -> Path:
 
 def session_processes(session: int) -> list[int]:
     """Pids of every process in ``session`` (the killed command and whatever it started)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if fields[0] != "Z" and int(fields[3]) == session:
-            found.append(int(entry.name))
-    return found
+    return [
+        pid for pid, fields in process_stats() if fields[0] != "Z" and int(fields[3]) == session
+    ]
 
 
 def test_killed_curate_leaves_no_process_and_the_next_run_no_temporary_folder(

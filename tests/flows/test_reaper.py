@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -12,17 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import process_stats
 from worldtrace.flows.reaper import GRACE_S
 from worldtrace.sandboxes.docker import gc
 
 
 def alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie, reaped by nobody yet, counts as ended)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+    return any(other == pid and fields[0] != "Z" for other, fields in process_stats())
 
 
 def wait_until_ended(pid: int, timeout_s: float) -> bool:
@@ -37,16 +35,11 @@ def wait_until_ended(pid: int, timeout_s: float) -> bool:
 def children(pid: int) -> list[tuple[int, str]]:
     """The direct children of ``pid`` with their command lines."""
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            found.append((int(entry.name), cmdline))
+    for child, fields in process_stats():
+        if int(fields[1]) == pid:
+            with contextlib.suppress(OSError):
+                cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+                found.append((child, cmdline.replace(b"\0", b" ").decode()))
     return found
 
 
