@@ -29,9 +29,6 @@ from worldtrace.sandboxes.docker import (
     live_sandboxes,
 )
 
-PING_TIMEOUT_S = 5.0
-"""How long one health check of the engine may take."""
-
 
 class EngineLost(SandboxError):
     """The engine stopped answering during an episode: the episode is set aside, not failed."""
@@ -40,9 +37,9 @@ class EngineLost(SandboxError):
 def engine_answers(host: str | None = None) -> bool:
     """Whether the engine the sandboxes run on (``host``'s, else the current one) answers."""
     try:
-        client = docker_client(host)
-        client.api.timeout = PING_TIMEOUT_S
-        return bool(client.ping())
+        # docker_client pings a local engine itself; a remote host's client is shared, so its
+        # timeout is left as it is.
+        return bool(docker_client(host).ping())
     except (SandboxError, docker.errors.DockerException, requests.RequestException, OSError):
         return False
 

@@ -1165,19 +1165,45 @@ def test_placeholders_are_typed_and_scrubbing_twice_changes_nothing() -> None:
     assert scrub(once) == once
 
 
+def recorded_rows(
+    run: Path, image: str, task: Any, actions: list[Action], name: str, max_steps: int
+) -> list[dict[str, Any]]:
+    """Replay ``actions`` in a real terminal episode of ``task``; the normalized rows."""
+    from worldtrace.collectors.base import ReplayPolicy
+    from worldtrace.collectors.episode import EpisodeLimits, run_episode
+    from worldtrace.collectors.recorder import RunRecorder
+    from worldtrace.collectors.terminal import TerminalCollector
+    from worldtrace.collectors.terminal.environment import TerminalConfig
+    from worldtrace.normalizers.run import normalize_run
+
+    collector = TerminalCollector()
+    config = TerminalConfig(image=image)
+    env = collector.make_environment(config)
+    recorder = RunRecorder(run, {"domain": "terminal", "run_name": name})
+    plan = collector.plan(0, 1, "script", None, config)
+    plan.task = task
+    try:
+        result = run_episode(
+            env,
+            ReplayPolicy(actions),
+            recorder.begin(f"{name}-ep"),
+            plan,
+            EpisodeLimits(max_steps, 20),
+        )
+    finally:
+        env.close()
+    assert result.steps == len(actions)
+    assert normalize_run(run).transitions == len(actions)
+    return pl.read_parquet(sorted((run / "transitions").glob("*/*.parquet"))).to_dicts()
+
+
 @pytest.mark.docker
 def test_a_recorded_episode_with_the_attacks_secrets_is_curated_clean(
     tmp_path: Path, terminal_image: str
 ) -> None:
     """The attack replayed in a real sandbox, recorded, normalized and curated."""
-    from worldtrace.collectors.base import ReplayPolicy
-    from worldtrace.collectors.episode import EpisodeLimits, run_episode
-    from worldtrace.collectors.recorder import RunRecorder
-    from worldtrace.collectors.terminal import TerminalCollector
     from worldtrace.collectors.terminal.actions import command
-    from worldtrace.collectors.terminal.environment import TerminalConfig
     from worldtrace.collectors.terminal.tasks.helpers import TerminalTask, write_file
-    from worldtrace.normalizers.run import normalize_run
 
     token, slack = "ghp_" + rand(36), f"xoxb-{rand(11, string.digits)}-{rand(24).lower()}"
     password, key_text = "Xk9#pLm2!" + rand(8), pem_key()
@@ -1202,21 +1228,7 @@ def test_a_recorded_episode_with_the_attacks_secrets_is_curated_clean(
         command("ls"),
     ]
     run = tmp_path / "run"
-    collector = TerminalCollector()
-    config = TerminalConfig(image=terminal_image)
-    env = collector.make_environment(config)
-    recorder = RunRecorder(run, {"domain": "terminal", "run_name": "attack"})
-    plan = collector.plan(0, 1, "script", None, config)
-    plan.task = task
-    try:
-        result = run_episode(
-            env, ReplayPolicy(actions), recorder.begin("attack-ep"), plan, EpisodeLimits(10, 20)
-        )
-    finally:
-        env.close()
-    assert result.steps == len(actions)
-    assert normalize_run(run).transitions == len(actions)
-    recorded = pl.read_parquet(sorted((run / "transitions").glob("*/*.parquet"))).to_dicts()
+    recorded = recorded_rows(run, terminal_image, task, actions, "attack", 10)
     for secret in (token, slack, password, *body):
         assert leaks(recorded, secret), f"not planted: {secret}"
     assert any(
@@ -1239,14 +1251,8 @@ def test_a_recorded_episode_with_context_secrets_is_curated_clean(
     """Context secrets in a real sandbox: credential files read with ``cat``, tokens printed by
     commands that were asked for them (fake tools: the real ones need an account), one
     printed without a newline so that the prompt follows it, one on a cleared screen."""
-    from worldtrace.collectors.base import ReplayPolicy
-    from worldtrace.collectors.episode import EpisodeLimits, run_episode
-    from worldtrace.collectors.recorder import RunRecorder
-    from worldtrace.collectors.terminal import TerminalCollector
     from worldtrace.collectors.terminal.actions import command
-    from worldtrace.collectors.terminal.environment import TerminalConfig
     from worldtrace.collectors.terminal.tasks.helpers import TerminalTask, write_file
-    from worldtrace.normalizers.run import normalize_run
 
     work = "/home/user/work"
     encoded = base64.b64encode(DB_PASSWORD.encode()).decode()
@@ -1282,21 +1288,7 @@ def test_a_recorded_episode_with_context_secrets_is_curated_clean(
         command("ls"),
     ]
     run = tmp_path / "run"
-    collector = TerminalCollector()
-    config = TerminalConfig(image=terminal_image)
-    env = collector.make_environment(config)
-    recorder = RunRecorder(run, {"domain": "terminal", "run_name": "context"})
-    plan = collector.plan(0, 1, "script", None, config)
-    plan.task = task
-    try:
-        result = run_episode(
-            env, ReplayPolicy(actions), recorder.begin("context-ep"), plan, EpisodeLimits(12, 20)
-        )
-    finally:
-        env.close()
-    assert result.steps == len(actions)
-    assert normalize_run(run).transitions == len(actions)
-    recorded = pl.read_parquet(sorted((run / "transitions").glob("*/*.parquet"))).to_dicts()
+    recorded = recorded_rows(run, terminal_image, task, actions, "context", 12)
     secrets = [
         NETRC_PASSWORD, NETRC_PASSWORD[::-1], PG_PASSWORD, DB_PASSWORD, GIT_TOKEN,
         DB_PASSWORD[::-1], HEROKU_TOKEN, AWS_SECRET, encoded, *body[-3:],

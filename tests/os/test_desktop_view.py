@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
-import docker
 import pytest
 
+from tests.plain_container import plain_outputs
 from worldtrace.collectors.os.actions import special, write
 from worldtrace.collectors.os.environment import OsConfig, OsEnvironment
 from worldtrace.sandboxes.docker import Limits
@@ -110,27 +110,10 @@ def desktop_outputs() -> dict[str, str]:
     return outputs
 
 
-def plain_outputs(image: str) -> dict[str, str]:
-    """The command list's outputs in a plain container of ``image``, as the user."""
-    client = docker.from_env()
-    container = client.containers.run(
-        image, ["sleep", "120"], detach=True, remove=True, network_mode="none"
-    )
-    try:
-        return {
-            name: container.exec_run(
-                ["bash", "-c", f"{line} 2>&1"], user="user", workdir="/home/user"
-            ).output.decode(errors="replace")
-            for name, line in COMMANDS.items()
-        }
-    finally:
-        container.remove(force=True)
-
-
 @pytest.fixture(scope="module")
 def seen(os_image: str) -> tuple[dict[str, str], dict[str, str]]:
     """(the desktop terminal's outputs, a plain container's outputs)."""
-    return desktop_outputs(), plain_outputs(os_image)
+    return desktop_outputs(), plain_outputs(os_image, COMMANDS, "/home/user")
 
 
 def names_of(text: str) -> set[str]:

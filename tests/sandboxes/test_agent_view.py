@@ -15,9 +15,9 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import docker
 import pytest
 
+from tests.plain_container import plain_outputs
 from worldtrace.collectors.swe.environment import SweConfig, SweEnvironment
 from worldtrace.collectors.terminal.actions import command
 from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
@@ -67,23 +67,6 @@ SHELL_VARIABLES = {
 }
 
 
-def plain_outputs(image: str, workdir: str) -> dict[str, str]:
-    """The command list's outputs in a plain container of ``image``, as the user."""
-    client = docker.from_env()
-    container = client.containers.run(
-        image, ["sleep", "120"], detach=True, remove=True, network_mode="none"
-    )
-    try:
-        return {
-            name: container.exec_run(
-                ["bash", "-c", f"{line} 2>&1"], user="user", workdir=workdir
-            ).output.decode(errors="replace")
-            for name, line in COMMANDS.items()
-        }
-    finally:
-        container.remove(force=True)
-
-
 def terminal_outputs(image: str) -> dict[str, str]:
     """The command list's outputs typed into a terminal episode's shell, one screen each."""
     env = TerminalEnvironment(TerminalConfig(image=image, limits=LIMITS))
@@ -121,11 +104,11 @@ def seen(request, terminal_image: str) -> Iterator[tuple[str, dict[str, str], di
         yield (
             "terminal",
             terminal_outputs(terminal_image),
-            plain_outputs(terminal_image, "/home/user"),
+            plain_outputs(terminal_image, COMMANDS, "/home/user"),
         )
     else:
         image = SweConfig().image_tag
-        yield "swe", swe_outputs(), plain_outputs(image, "/home/user/repo")
+        yield "swe", swe_outputs(), plain_outputs(image, COMMANDS, "/home/user/repo")
 
 
 def test_no_output_names_our_machinery(seen) -> None:
