@@ -336,12 +336,14 @@ class Collector(ABC, Generic[ConfigT, TaskT]):
         tasks: Sequence[str] | None,
         environment: ConfigT,
     ) -> EpisodePlan[TaskT]:
-        """Choose episode ``index``'s task: scripted episodes cycle the library (or ``tasks``).
+        """Choose episode ``index``'s task: episodes cycle ``tasks``, or scripted ones the library.
 
-        Other policies get no task by default. A name not in the environment's library is a
-        LookupError that says where to find the names.
+        A policy of any kind that names tasks plays them: the episode is set up and evaluated
+        as the task says, so a replayed (or model-driven) episode earns the task's reward like
+        a scripted one. Other policies without tasks get none. A name not in the environment's
+        library is a LookupError that says where to find the names.
         """
-        if policy_kind != "script":
+        if policy_kind != "script" and not tasks:
             return EpisodePlan(index=index, seed=seed)
         library = list(self.task_library(environment))
         if tasks:

@@ -227,7 +227,8 @@ def collect(
         str | None, typer.Option(help="policy kind: script, explore or replay")
     ] = None,
     task: Annotated[
-        list[str] | None, typer.Option("--task", help="scripted task name (repeatable)")
+        list[str] | None,
+        typer.Option("--task", help="task the episodes play, any policy (repeatable)"),
     ] = None,
     seed: Annotated[int | None, typer.Option(help="seed of the first episode")] = None,
     max_steps: Annotated[int | None, typer.Option(help="steps before truncation")] = None,
@@ -270,7 +271,10 @@ def collect(
     }
     overrides = {key: value for key, value in flags.items() if value is not None}
     if policy is not None or task:
-        overrides["policy"] = {"kind": policy or "script", **({"tasks": task} if task else {})}
+        overrides["policy"] = {
+            **({"kind": policy} if policy else {}),
+            **({"tasks": task} if task else {}),
+        }
     if not normalize:
         overrides["normalize"] = False
     environment = _key_values(env or [])

@@ -11,7 +11,7 @@ Example ``collect.yaml``::
     step_timeout_s: 30
     policy:
       kind: script            # script | explore | replay (what the domain offers)
-      tasks: [grep-logs]      # script only; default: the whole task library
+      tasks: [grep-logs]      # any policy; default: script plays the whole library
     environment:              # validated by the domain's own config model
       limits: {cpus: 1, memory_mb: 512, pids: 256}
     # sandbox_host: ssh://user@build-1   # another machine's Docker engine (needs
@@ -57,7 +57,11 @@ class PolicyConfig(BaseModel):
         default="script",
         description="'script' (task library), 'explore' or 'replay'; the domain's kinds",
     )
-    tasks: list[str] | None = Field(default=None, description="script: task names to cycle")
+    tasks: list[str] | None = Field(
+        default=None,
+        description="task names the episodes cycle (set up and evaluated as the task says; "
+        "any policy kind); default: script plays the whole library, others have no task",
+    )
     params: dict[str, Any] = Field(default_factory=dict, description="policy parameters")
 
 
@@ -228,7 +232,8 @@ def load_config(path: Path, overrides: dict[str, Any] | None = None) -> CollectC
     if not isinstance(data, dict):
         raise ConfigError(f"{path} must hold a mapping of config fields")
     merged = {**data, **(overrides or {})}
-    # Flags name single environment fields (--site, --env k=v); the file keeps the others.
-    if isinstance(data.get("environment"), dict) and "environment" in (overrides or {}):
-        merged["environment"] = {**data["environment"], **overrides["environment"]}  # type: ignore[index]
+    # Flags name single fields (--site, --env k=v, --policy, --task); the file keeps the others.
+    for section in ("environment", "policy"):
+        if isinstance(data.get(section), dict) and section in (overrides or {}):
+            merged[section] = {**data[section], **overrides[section]}  # type: ignore[index]
     return validate_config(merged)

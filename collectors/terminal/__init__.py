@@ -74,8 +74,8 @@ class TerminalCollector(Collector[TerminalConfig, TerminalTask]):
         tasks: Sequence[str] | None,
         environment: TerminalConfig,
     ) -> EpisodePlan[TerminalTask]:
-        """Scripted episodes cycle through the task library; exploring ones get a workspace."""
-        if policy_kind != "explore":
+        """Episodes play the named tasks or the library; exploring ones get a workspace."""
+        if policy_kind != "explore" or tasks:
             return super().plan(index, seed, policy_kind, tasks, environment)
         task = TerminalTask(
             name=f"explore-{seed}",
