@@ -19,6 +19,7 @@ from datetime import datetime
 import worldtrace
 from worldtrace.collectors.base import Environment, EpisodePlan, HistoryItem, Policy
 from worldtrace.collectors.recorder import EpisodeWriter, now_utc
+from worldtrace.collectors.size_caps import cap_observation, cap_step
 from worldtrace.sandboxes.docker import SandboxError
 from worldtrace.sandboxes.engine import EngineLost, engine_lost
 from worldtrace.schemas.raw import RawEnd, RawObservation, RawStart, RawStep, RecordedLimits
@@ -102,7 +103,9 @@ def run_episode(
             raise
         writer.write_start(_start(writer, plan, policy, started_at, limits, None, None))
         return _seal_failed(writer, error, errors=0)
-    writer.write_start(_start(writer, plan, policy, started_at, limits, described, observation))
+    observation, cuts = cap_observation(observation)
+    start = _start(writer, plan, policy, started_at, limits, described, observation)
+    writer.write_start(start.model_copy(update={"cut": cuts}) if cuts else start)
     history: list[HistoryItem] = []
     errors = 0
     status: EpisodeStatus = "truncated"
@@ -119,24 +122,26 @@ def run_episode(
             if _stop.is_set():
                 # The step may have ended because the stop removed its sandbox: not data.
                 raise _interrupt(writer)
+            # The policy goes on from what was recorded, so the record explains its choices.
+            action, observation, error, cuts = cap_step(action, outcome.observation, outcome.error)
             writer.write_step(
                 RawStep(
                     step=step,
                     action=action,
-                    observation=outcome.observation,
-                    error=outcome.error,
+                    observation=observation,
+                    error=error,
                     reward=outcome.reward,
                     terminated=outcome.terminated,
                     truncated=outcome.truncated,
                     started_at=step_started,
                     latency_s=outcome.latency_s,
+                    cut=cuts,
                 )
             )
-            errors += outcome.error is not None
+            errors += error is not None
             if on_step is not None:
-                on_step(episode_id, step, outcome.error)
-            history.append(HistoryItem(action, outcome.observation, outcome.error))
-            observation = outcome.observation
+                on_step(episode_id, step, error)
+            history.append(HistoryItem(action, observation, error))
             if outcome.terminated or outcome.truncated:
                 status = "completed" if outcome.terminated else "truncated"
                 break

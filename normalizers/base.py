@@ -10,8 +10,16 @@ Normalization reads only raw files, so it can be re-run at any time without coll
 from __future__ import annotations
 
 from worldtrace.collectors.base import Renderer
-from worldtrace.schemas import Episode, RecordError, Source, Timing, Transition, transition_id
-from worldtrace.schemas.raw import MalformedEpisode, RawEpisode
+from worldtrace.schemas import (
+    Episode,
+    Observation,
+    RecordError,
+    Source,
+    Timing,
+    Transition,
+    transition_id,
+)
+from worldtrace.schemas.raw import Cut, MalformedEpisode, RawEpisode
 
 UNRECORDED_VERSION = "unrecorded"
 """``source.collector_version`` of episodes recorded before the version was kept."""
@@ -32,10 +40,14 @@ def episode_records(
     version = start.collector_version or UNRECORDED_VERSION
     source = Source(origin="collected", collector_version=version, licence=licence)
     transitions: list[Transition] = []
-    observation = renderer.marked_observation(start.observation or {}) if raw.steps else None
+    observation = (
+        _say_cuts(renderer.marked_observation(start.observation or {}), start.cut)
+        if raw.steps
+        else None
+    )
     for position, step in enumerate(raw.steps):
         is_last = position == len(raw.steps) - 1
-        next_observation = renderer.marked_observation(step.observation)
+        next_observation = _say_cuts(renderer.marked_observation(step.observation), step.cut)
         reward = step.reward + ((end.reward or 0.0) if is_last else 0.0)
         transitions.append(
             Transition.parse(
@@ -81,3 +93,15 @@ def episode_records(
 
 
 __all__ = ["MalformedEpisode", "RecordError", "episode_records"]
+
+
+def _say_cuts(observation: Observation, cuts: tuple[Cut, ...]) -> Observation:
+    """Return ``observation`` with the values its step cut to their size caps in its meta.
+
+    A step's cuts (its action, error and resulting observation) go to the row's next
+    observation, the state they belong to; the first state's to the first observation.
+    """
+    if not cuts:
+        return observation
+    listed = [cut.model_dump() for cut in cuts]
+    return observation.model_copy(update={"meta": {**observation.meta, "cut": listed}})

@@ -38,6 +38,28 @@ class RecordedLimits(_Event):
     step_timeout_s: float = Field(gt=0)
 
 
+class Cut(_Event):
+    """A recorded value cut to its size cap (:mod:`worldtrace.collectors.size_caps`)."""
+
+    where: str = Field(
+        min_length=1, description="which value: `observation.memory.notes`, `action.text` …"
+    )
+    chars: int = Field(ge=1, description="its length before the cut, in characters")
+    kept: int = Field(ge=0, description="characters kept (0: the value was dropped)")
+
+
+def _no_cuts(cuts: tuple[Cut, ...]) -> bool:
+    return not cuts
+
+
+def _cuts() -> Any:
+    return Field(
+        default=(),
+        exclude_if=_no_cuts,  # an episode with nothing cut is written as before
+        description="the values of this event cut to their size caps, if any",
+    )
+
+
 class RawStart(_Event):
     """The first line: who ran the episode, in which environment, and what it saw first."""
 
@@ -57,6 +79,7 @@ class RawStart(_Event):
         default=None, description="worldtrace's version; None before it was recorded"
     )
     observation: RawObservation | None = None
+    cut: tuple[Cut, ...] = _cuts()
 
 
 class RawStep(_Event):
@@ -72,6 +95,7 @@ class RawStep(_Event):
     truncated: bool = False
     started_at: datetime
     latency_s: float = Field(ge=0)
+    cut: tuple[Cut, ...] = _cuts()
 
 
 class RawEnd(_Event):
