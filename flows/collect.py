@@ -40,6 +40,7 @@ from worldtrace.collectors.recorder import EpisodeAlreadySealed, RunRecorder
 from worldtrace.collectors.registry import get_collector
 from worldtrace.flows import progress
 from worldtrace.flows.config import CollectConfig, claim_run, load_run
+from worldtrace.flows.server_watch import watching_the_server
 from worldtrace.flows.slots import sandbox_slot
 from worldtrace.flows.stopping import collecting
 from worldtrace.normalizers import normalize_run
@@ -202,7 +203,7 @@ def collect(
     episode_task = collect_episode.with_options(retries=retries)
     results: list[dict[str, Any]] = []
     engine_gone = False
-    with collecting():
+    with collecting(), watching_the_server(local_dir):
         futures = {
             index: episode_task.submit(str(local_dir), config_sha256, index, sandbox_host)
             for index in pending

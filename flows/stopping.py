@@ -31,7 +31,8 @@ _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _received: list[int] = []
 
 
-def _tear_down() -> None:
+def tear_down() -> None:
+    """Free blocked steps: remove this process's sandboxes, interrupt every domain."""
     # Each part goes on whatever an earlier one raised: the point is to free blocked steps.
     with contextlib.suppress(Exception):
         close_all()
@@ -42,12 +43,12 @@ def _tear_down() -> None:
 
 def _handle(signum: int, frame: FrameType | None) -> None:
     if stop_requested():
-        _tear_down()
+        tear_down()
         os._exit(128 + signum)
     _received.append(signum)
     request_stop()
     # Docker calls from a signal handler would run inside whatever the main thread was doing.
-    threading.Thread(target=_tear_down, name="worldtrace-stop", daemon=True).start()
+    threading.Thread(target=tear_down, name="worldtrace-stop", daemon=True).start()
 
 
 @contextlib.contextmanager

@@ -86,6 +86,12 @@ class ServerProcess:
             time.sleep(0.2)
         return self._api
 
+    def kill(self) -> None:
+        """SIGKILL the server and everything it started, as a crash of its machine would."""
+        with suppress(ProcessLookupError):
+            os.killpg(self._process.pid, signal.SIGKILL)
+        self._process.wait()
+
     def stop(self) -> None:
         """Stop the server and everything it started (safe to call more than once)."""
         if self._process.poll() is None:
