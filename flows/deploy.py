@@ -12,6 +12,14 @@ schedule is anchored at the time of deploying, so its first run comes one interv
 or the UI). ``--parts N`` splits every run into N deployments sharing the schedule, which the
 pool's workers take one each (:mod:`worldtrace.flows.scheduled` says how parts divide a run).
 
+**Late runs are skipped.** A deployment runs one flow run at a time (Prefect's deployment
+concurrency limit of 1 with the ``CANCEL_NEW`` strategy): a run that comes due while another
+run of the same deployment is going ends Cancelled ("Deployment concurrency limit reached.")
+without starting. So a backlog that piled up while no worker ran (the server up, the workers
+down) drains as one run, the first due, and a collection that takes longer than the interval
+skips the slots it overran instead of stacking runs that compete for the machine and for the
+server's database.
+
 ``worldtrace worker --pool POOL`` runs Prefect's process worker in this process, restricted to
 worldtrace's own flows: a flow run whose deployment's entrypoint is not one of
 :data:`ALLOWED_ENTRYPOINTS`, that has pull steps, whose job variables (or the pool's job
@@ -187,6 +195,7 @@ def deploy(
     require_server()
     created = ensure_process_pool(pool)
 
+    from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
     from prefect.deployments.runner import EntrypointType, RunnerDeployment
 
     from worldtrace.flows.scheduled import scheduled_collect, scheduled_pipeline
@@ -210,6 +219,10 @@ def deploy(
             entrypoint_type=EntrypointType.MODULE_PATH,
             job_variables={"working_dir": str((working_dir or Path.cwd()).resolve())},
             tags=["worldtrace", collect_config.domain],
+            # One run at a time; a run that comes due while one is going is skipped.
+            concurrency_limit=ConcurrencyLimitConfig(
+                limit=1, collision_strategy=ConcurrencyLimitStrategy.CANCEL_NEW
+            ),
             description=f"{collect_config.episodes} {collect_config.domain} episodes from {path}"
             + (f", part {part} of {parts}" if parts > 1 else ""),
             **schedule,
