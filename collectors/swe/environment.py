@@ -28,7 +28,10 @@ ran out was removed from outside: that is a ``SandboxError``, and the episode is
 A task with a ``bug_patch`` gets it applied at reset, as the user, folded into the
 repository's one commit with the commit's own dates and the touched files' times kept, so no
 git command and no file time shows where it is. A task with ``failing_tests`` and
-``passing_tests`` is evaluated by running them after the episode.
+``passing_tests`` is evaluated by running them after the episode, in a fresh sandbox of the
+same image holding the task's bug and the agent's change to the package source alone (see
+:mod:`~worldtrace.collectors.swe.evaluation`): nothing else the agent wrote, committed or left
+running decides its reward.
 """
 
 from __future__ import annotations
@@ -39,15 +42,23 @@ import time
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+import docker.errors
 from pydantic import Field
 
 from worldtrace.collectors.base import EnvironmentConfig, StepOutcome, TaskSetupError
 from worldtrace.collectors.driven import DriverEnvironment
+from worldtrace.collectors.swe.evaluation import (
+    SourceTooLarge,
+    agent_change,
+    change_archive,
+    read_packages,
+    source_packages,
+)
 from worldtrace.collectors.swe.render import OUTPUT_LIMIT_CHARS
 from worldtrace.collectors.swe.tools import check_tool_call, validated_arguments
 from worldtrace.sandboxes import view
 from worldtrace.sandboxes.channel import json_object
-from worldtrace.sandboxes.docker import Limits, SandboxError
+from worldtrace.sandboxes.docker import DockerSandbox, Limits, SandboxError
 from worldtrace.schemas import Action, EnvironmentRef
 from worldtrace.schemas.raw import RawObservation
 
@@ -63,17 +74,20 @@ USER_ENV = {"HOME": "/home/user", "USER": USER, "LOGNAME": USER}
 # The driver reads the working tree's state after each tool with two git runs of up to 10 s.
 GIT_ALLOWANCE_S = 20.0
 OBSERVE_TIMEOUT_S = 10.0
-RESTORE_TESTS = """
-# The test files named, every committed conftest.py and pytest configuration file, as committed
-# (one at a time: a file missing from the commit must not keep the others back); and no
-# conftest.py that the commit does not have.
-for f in "$@" $(git ls-files '*conftest.py' setup.cfg pytest.ini tox.ini pyproject.toml); do
-    git checkout -q HEAD -- "$f" 2>/dev/null
-done
-git ls-files -z --others '*conftest.py' | xargs -0 rm -f --
-true
-"""
-"""Run as the user in the repository before the evaluation, with the test files as arguments."""
+REPO_JSON = "/opt/worldtrace/repo.json"
+"""The image's description of its repository: ``source_root`` and ``test_paths``."""
+EVALUATION = "2"
+"""How an episode is judged, recorded in the identity (``describe()``). 2: the task's tests run
+in a fresh sandbox of the image on the agent's change to the package source
+(:mod:`~worldtrace.collectors.swe.evaluation`). 1 (before issue 24): they ran in the episode's
+own sandbox after a ``git checkout HEAD`` of the tests, which the agent could defeat."""
+ISOLATED_PYTHON = {"PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1"}
+"""The judge's test run: the working folder never goes on ``sys.path`` ahead of pytest and the
+outcomes plugin (``python -m pytest`` would put it first), and no user site folder."""
+REPORT_LIMIT_BYTES = 4 << 20
+"""The last this many bytes of the judge's test output are read (the JSON report is last)."""
+JUDGE_ALLOWANCE_S = 60.0
+"""The judge's wall clock beyond the setup and evaluation limits (its start, reading, writing)."""
 REPO_LABEL = "worldtrace.swe.repo"
 VERSION_LABEL = "worldtrace.swe.version"
 
@@ -240,49 +254,139 @@ class SweEnvironment(DriverEnvironment[SweConfig, Any]):
         return observation
 
     def evaluate(self, task: Any | None) -> float | None:
-        """Run the task's failing and must-pass tests as the user: 1.0 if all pass, else 0.0.
+        """Judge the agent's change to the package source: 1.0 if every task test passes, else 0.0.
 
-        What decides how tests run is first put back as committed (see ``RESTORE_TESTS``), so
-        an episode cannot pass by editing the tests or pytest's configuration. None when there
-        is nothing to check with: a task without tests, or a sandbox the episode's actions left
-        dead or unanswering (its steps stand; only the reward is unknown).
+        The tests run in a fresh sandbox of the episode's image (the *judge*), on the task's
+        bug and the agent's change to the source under test, with the image's own tests and
+        pytest configuration (see :mod:`~worldtrace.collectors.swe.evaluation`): nothing the
+        agent committed, left untracked or left running in its sandbox takes part. None when
+        there is nothing to check with: a task without tests, or a sandbox the episode's
+        actions left dead or unanswering (its steps stand; only the reward is unknown). A
+        judge that cannot start is a :class:`SandboxError` (no action caused it).
         """
         if not isinstance(task, TestedTask):
             return None
         tests = [*task.failing_tests, *task.passing_tests]
-        if not tests or self._sandbox is None or self._unusable or not self._sandbox.is_running():
+        episode = self._sandbox
+        if not tests or episode is None or self._unusable or not episode.is_running():
             return None
-        files = sorted({test.split("::", 1)[0] for test in tests})
+        started = time.monotonic()
+        limits = self.config.limits.model_copy(
+            update={
+                "wall_clock_s": self.config.setup_timeout_s
+                + self.config.evaluate_timeout_s
+                + JUDGE_ALLOWANCE_S
+            }
+        )
+        judge = DockerSandbox(
+            episode.image_id,
+            limits=limits,
+            labels={**self._labels, "worldtrace.swe.role": "judge"},
+            clock_start=self.config.clock_start,
+        ).start()
         try:
-            self._sandbox.exec(
-                ["bash", "-c", RESTORE_TESTS, "restore", *files],
-                timeout=self.config.setup_timeout_s,
-                workdir=REPO_PATH,
-                env=USER_ENV,
-                user=USER,
-            )
-            result = self._sandbox.exec(
-                ["python3", RUN_TESTS, "--json", *tests],
-                timeout=self.config.evaluate_timeout_s,
-                workdir=REPO_PATH,
-                env={**USER_ENV, **fresh_byte_code()},
-                user=USER,
-            )
+            return self._judge(task, tests, episode, judge, started)
+        finally:
+            judge.close()
+
+    def _judge(
+        self,
+        task: Any,
+        tests: list[str],
+        episode: DockerSandbox,
+        judge: DockerSandbox,
+        started: float,
+    ) -> float | None:
+        """Build the pristine tree in ``judge``, apply the agent's change, run ``tests``."""
+        try:
+            layout = json_object(judge.get_file(REPO_JSON).decode("utf-8", "replace")) or {}
+        except FileNotFoundError:
+            layout = {}  # an image of the user's: its top-level packages, tests by their names
+        source_root = str(layout.get("source_root") or ".")
+        test_paths = tuple(str(path) for path in layout.get("test_paths") or ())
+        # One exec: the bug (as the agent got it, minus the hiding in the commit) and the
+        # committed files (git apply leaves the index alone, so they are the image's).
+        script = "git ls-files -z"
+        patch = task.bug_patch if isinstance(task, PatchedTask) else ""
+        if patch:
+            judge.put_file("/tmp/task.patch", patch.encode("utf-8"))
+            script = f"git apply /tmp/task.patch && {script}"
+        listed = self._in_judge(judge, ["bash", "-c", script], "apply the task's bug")
+        tracked = listed.stdout.decode("utf-8", "replace").split("\0")
+        packages = source_packages(tracked, source_root)
+        pristine = read_packages(judge, REPO_PATH, packages)
+        try:
+            agent = read_packages(episode, REPO_PATH, packages)
+        except SourceTooLarge as error:
+            logger.warning("the evaluation of %s read no change: %s", task.name, error)
+            return 0.0
         except SandboxError:
             return None
+        if not episode.is_running():
+            # Gone while being read: what was read may be missing files, not the agent's doing.
+            return None
+        change = agent_change(pristine, agent, packages, test_paths)
+        if change.dropped:
+            logger.info(
+                "the evaluation of %s leaves out the agent's changes to %s",
+                task.name,
+                ", ".join(change.dropped[:20]),
+            )
+        # Removed first: a file the agent turned into a folder (or back) must be gone before
+        # its new kind is written.
+        if change.removed:
+            self._in_judge(judge, ["rm", "-f", "--", *change.removed], "remove files")
+        if change.written:
+            try:
+                written = judge.container.put_archive(REPO_PATH, change_archive(change))
+            except docker.errors.APIError as error:
+                # The engine read these files from the agent's tree; one it cannot write back
+                # (a path through a file, say) is a tree the judge cannot rebuild.
+                logger.warning("the evaluation of %s cannot apply the change: %s", task.name, error)
+                return 0.0
+            if not written:
+                raise SandboxError("could not write the agent's change into the judge's sandbox")
+        prepared = time.monotonic()
+        # The output is pytest's (the report last): capped inside the judge, since the agent's
+        # code writes to it and the engine would bring all of it to this process.
+        capped = f'python3 "$0" --json "$@" 2>&1 | tail -c {REPORT_LIMIT_BYTES}'
+        result = judge.exec(
+            ["bash", "-c", capped, RUN_TESTS, *tests],
+            timeout=self.config.evaluate_timeout_s,
+            workdir=REPO_PATH,
+            env={**USER_ENV, **fresh_byte_code(), **ISOLATED_PYTHON},
+            user=USER,
+        )
+        logger.debug(
+            "the evaluation of %s: judge ready with the change in %.2f s, tests ran in %.2f s",
+            task.name,
+            prepared - started,
+            time.monotonic() - prepared,
+        )
         report = _last_json_line(result.text)
         if report is None:
-            # The agent can break the test run itself (a deleted package, a broken conftest):
-            # that is a failed episode, not a failed collector.
+            # The agent's source can break the test run itself (a syntax error in a module
+            # every test imports, a deleted package): a failed episode, not a failed collector.
             logger.warning(
                 "the evaluation of %s printed no JSON report (exit %s): %s",
                 task.name,
                 result.exit_code,
-                result.stderr.decode(errors="replace")[-500:],
+                result.text[-500:],
             )
             return 0.0
         passed = set(report.get("passed") or ())
         return 1.0 if all(test in passed for test in tests) else 0.0
+
+    def _in_judge(self, judge: DockerSandbox, argv: list[str], what: str) -> Any:
+        """Run a setup command as the user in the judge's repository; it must succeed."""
+        result = judge.exec(
+            argv, timeout=self.config.setup_timeout_s, workdir=REPO_PATH, env=USER_ENV, user=USER
+        )
+        if result.exit_code != 0:
+            raise TaskSetupError(
+                f"the evaluation could not {what}: {result.stderr.decode(errors='replace')[-500:]}"
+            )
+        return result
 
     def describe(self) -> EnvironmentRef:
         """Return the image id, the repository's name and version, and Python's and git's."""
@@ -296,6 +400,8 @@ class SweEnvironment(DriverEnvironment[SweConfig, Any]):
             "repo_version": versions.get("repo_version") or labels.get(VERSION_LABEL, ""),
             "image": self.config.image_tag,
             "image_digest": image_id,
+            # How the reward is judged (a reward of evaluation 1 could be faked).
+            "evaluation": EVALUATION,
             # What the agent's view shows, beyond the image (sandboxes/view.py).
             "view": view.VERSION,
         }

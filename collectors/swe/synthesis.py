@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from worldtrace.collectors.swe.evaluation import is_source_path, source_packages
 from worldtrace.collectors.swe.mutations import (
     MUTATION_KINDS,
     Mutation,
@@ -228,11 +229,18 @@ class _Repository:
 
 
 def source_files(paths: Sequence[str], repo: Repo) -> list[str]:
-    """The package modules among the repository's files: not tests, docs, examples, setup."""
+    """The package modules among the repository's files: not tests, docs, examples, setup.
+
+    Only files the evaluation takes as the agent's change (``evaluation.is_source_path``): a
+    bug anywhere else could not be fixed.
+    """
     root = "" if repo.source_root in (".", "") else repo.source_root.rstrip("/") + "/"
+    packages = source_packages(paths, repo.source_root)
     chosen = []
     for path in paths:
         if not path.endswith(".py") or not path.startswith(root):
+            continue
+        if not is_source_path(path, packages, repo.test_paths):
             continue
         inside = path[len(root) :]
         if "/" not in inside:

@@ -8,7 +8,10 @@ per repository, ``collectors/swe/task_data/<repo>.json``::
 
 At reset the environment applies ``bug_patch`` to the clean repository (``git apply`` from the
 repository root) and hides it in the repository's one commit; the agent sees ``instruction``.
-The episode succeeds when every test of ``failing_tests`` and ``passing_tests`` passes.
+The episode succeeds when every test of ``failing_tests`` and ``passing_tests`` passes, run in
+a fresh sandbox of the image on the bug and the agent's change to the package source alone
+(:mod:`~worldtrace.collectors.swe.evaluation`), so ``file`` must lie in a package of the
+repository's ``source_root`` and not be a test file.
 
 ``failing_tests`` are the tests that passed at baseline and fail with the bug. ``passing_tests``
 are the tests that must keep passing, at most :data:`PASSING_TESTS_CAP`: first every other

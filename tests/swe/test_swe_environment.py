@@ -491,7 +491,7 @@ def test_a_task_bug_is_hidden_and_evaluation_runs_the_tests(
 
         assert bugged.evaluate(task) == 0.0
         # Editing the test or adding a conftest.py does not pass it: both make the test pass
-        # for run_tests, and both are undone before the evaluation's run.
+        # for run_tests, and the evaluation runs the image's tests in a sandbox of its own.
         selector = task.failing_tests[0]
         cheats = [
             tool_call(
@@ -506,7 +506,8 @@ def test_a_task_bug_is_hidden_and_evaluation_runs_the_tests(
             assert bugged.step(cheat, 30).error is None
             assert "1 passed" in run(bugged, "run_tests", selector=selector).observation["output"]
             assert bugged.evaluate(task) == 0.0
-            assert run(bugged, "run_tests", selector=selector).observation["exit_code"] == 1
+            # The evaluation left the agent's sandbox as it was: the cheat still works there.
+            assert run(bugged, "run_tests", selector=selector).observation["exit_code"] == 0
         fix = run(
             bugged,
             "str_replace",
