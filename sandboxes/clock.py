@@ -22,6 +22,7 @@ clock or file times; see docs/determinism.md.
 from __future__ import annotations
 
 import io
+import math
 import shutil
 import tarfile
 import tempfile
@@ -42,6 +43,13 @@ LIBRARY_PATH = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 """Where Debian's own libfaketime package puts the library, so nothing looks out of place."""
 PRELOAD_PATH = "/etc/ld.so.preload"
 OFFSET_PATH = "/etc/faketimerc"
+SEEDING_MARGIN_S = 0.5
+"""The least of a real second left for seeding a sandbox's disk (see ``offset_s``): the first
+writable folder (a home folder, a repository, the mcp files) took at most 0.12 s at a load
+average of 10 on 2 cores."""
+FILE_CLOCK_LAG_S = 0.05
+"""How far into the real second the clock's start is put (see ``offset_s``), at least: more than
+the kernel's coarse clock, which dates files, lags behind (one tick, 10 ms at the slowest)."""
 
 _cache = Path(tempfile.gettempdir()) / "worldtrace-clock"
 
@@ -95,12 +103,25 @@ class SandboxClock:
         """Seconds from the real clock to the sandbox's, fixed when first asked (at its start).
 
         One value for everything the sandbox is given: the clock, and the times of the files
-        its disk is seeded with (see ``shown_as_is``).
+        its disk is seeded with (see ``shown_as_is``). It is asked first just before the disk
+        is seeded, and maps the real clock's last whole second onto ``start``: the sandbox's
+        clock then reads ``start`` plus less than a second, and the files seeded next are
+        created (``stat``'s Birth and Change, Node's ``birthtime``) within ``start``'s second,
+        the same second in every run. With less than :data:`SEEDING_MARGIN_S` left of the
+        real second, or less than :data:`FILE_CLOCK_LAG_S` of it gone, it waits first (about
+        half a second at most), so seeding neither runs across the next second nor starts
+        before this one in the kernel's file times.
         """
         if self._offset_s is None:
+            now = time.time()
+            # File times come from the kernel's coarse clock, a tick (a few ms) behind
+            # time.time(): a file made just after a second's boundary can be dated before it.
+            if not FILE_CLOCK_LAG_S <= now % 1 <= 1 - SEEDING_MARGIN_S:
+                time.sleep((FILE_CLOCK_LAG_S - now % 1) % 1)
+                now = time.time()
             # Whole seconds: a seeded file's time (whole seconds in the image) moved back and
             # forth by it lands on the same second, with no rounding on the way.
-            self._offset_s = float(round(offset_seconds(self.start)))
+            self._offset_s = float(round(offset_seconds(self.start, now=math.floor(now))))
         return self._offset_s
 
     def shown_as_is(self, mtime: float) -> float:

@@ -27,7 +27,6 @@ import shlex
 import signal
 import socket
 import tarfile
-import tempfile
 import threading
 import time
 import uuid
@@ -45,7 +44,7 @@ from docker.models.images import Image
 from docker.types import Mount
 from pydantic import BaseModel, ConfigDict, Field
 
-from worldtrace.sandboxes import view
+from worldtrace.sandboxes import seccomp, view
 from worldtrace.sandboxes.clock import ClockError, SandboxClock, release_folder
 from worldtrace.sandboxes.disk import DiskError, SandboxDisk, collect_orphans
 from worldtrace.schemas.errors import SetupError
@@ -403,7 +402,10 @@ class DockerSandbox:
                 mem_limit=memory,
                 memswap_limit=memory,
                 pids_limit=self.limits.pids,
-                security_opt=["no-new-privileges"],
+                # A private view's sandbox also gets Docker's seccomp profile plus the
+                # personality value that turns address randomization off (seccomp.py).
+                security_opt=["no-new-privileges"]
+                + ([seccomp.security_option()] if private_view else []),
                 read_only=self._disk is not None,
                 environment={},
                 **(self._view_options() if private_view else {}),
@@ -483,9 +485,14 @@ class DockerSandbox:
             raise SandboxError(str(error)) from None
 
     def _clock_mounts(self) -> list[Mount]:
-        """Read-only binds of the clock's files, from a folder removed with the disk."""
-        assert self.clock is not None
-        self._clock_folder = Path(tempfile.mkdtemp(prefix="wt-clock-"))
+        """Read-only binds of the clock's files, from a folder removed with the disk.
+
+        The folder is inside the disk's own folder, so a process killed before it could close
+        its sandbox leaves it where the orphan sweep (:func:`gc`) removes its disk.
+        """
+        assert self.clock is not None and self._disk is not None
+        self._clock_folder = self._disk.folder / "clock"
+        self._clock_folder.mkdir()
         try:
             return self.clock.mounts(self.client, self._clock_folder)
         except ClockError as error:
@@ -502,6 +509,9 @@ class DockerSandbox:
             raise SandboxError(str(error)) from None
         try:
             shift = self.clock.shown_as_is if self.clock is not None else (lambda time: time)
+            if self.clock is not None:
+                # Fixed now, before the first folder is made: seeding is in the start's second.
+                self.clock.offset_s()
             for index, path in enumerate(writable_paths(image)):
                 _extract_seed(seeds[path], disk.path(index), shift)
         except BaseException:

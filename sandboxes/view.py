@@ -25,7 +25,10 @@ DockerSandbox` sets to as many cores as the CPU limit (rounded up). Making the n
 needs CAP_SYS_ADMIN (and CAP_SYS_TIME for the time namespace's offset), which the container
 gets for its root processes only: the agent runs as an unprivileged user with
 ``no-new-privileges``, so it can never use them. :data:`SETUP` leaves the init's pid in
-:data:`PID_FILE` for the drivers.
+:data:`PID_FILE` for the drivers. The container's seccomp profile is Docker's default plus
+``personality(ADDR_NO_RANDOMIZE)`` (:mod:`~worldtrace.sandboxes.seccomp`), so a driver can start
+the agent's processes without address-space randomization (``setarch -R``, as the terminal's
+does): what they measure of themselves is then the same in every run.
 """
 
 from __future__ import annotations

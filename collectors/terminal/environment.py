@@ -233,6 +233,9 @@ class TerminalEnvironment(DriverEnvironment[TerminalConfig, TerminalTask]):
                 **self.sandbox.image_versions(VERSION_PROBE),
                 # What the agent's view shows, beyond the image (sandboxes/view.py).
                 "view": view.VERSION,
+                # The agent's processes run without address-space randomization (the driver's
+                # setarch -R, sandboxes/seccomp.py): ps shows the same RSS in every run.
+                "address_randomization": "off",
             },
             config_hash=self.config.config_hash(),
         )

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import docker
 import docker.errors
@@ -204,6 +205,22 @@ def test_a_disk_left_by_a_killed_owner_is_released_by_gc(terminal_image):
     finally:
         mine.release()
         orphan.release()
+
+
+def test_every_host_file_a_sandbox_binds_is_in_its_disk_folder(terminal_image):
+    """So gc, which releases a killed owner's disk folder, leaves nothing of it behind: the
+    clock's files were once in /tmp/wt-clock-* folders that killed runs left forever."""
+    from datetime import UTC, datetime
+
+    from worldtrace.sandboxes.disk import disk_root
+
+    clock_start = datetime(2025, 3, 3, 9, tzinfo=UTC)
+    with DockerSandbox(terminal_image, clock_start=clock_start) as sandbox:
+        disk = disk_root() / sandbox.container.name
+        sources = [Path(m["Source"]) for m in sandbox.container.attrs["Mounts"]]
+        assert any(source.name.endswith("faketimerc") for source in sources)
+        assert all(source.is_relative_to(disk) for source in sources), sources
+    assert not disk.exists()
 
 
 def test_without_a_disk_cap_the_root_filesystem_is_writable(terminal_image):

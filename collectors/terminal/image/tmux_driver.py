@@ -160,13 +160,20 @@ def in_view(argv, cwd):
     becomes the user for good, so the process and its children are the agent's kind. The
     working folder is named through the init's root: nsenter (util-linux 2.38) opens it
     before entering, and a folder of our own mounts is unreachable from the view's root.
+    Last, ``setarch -R`` turns address-space randomization off for the process and all it
+    starts (the sandbox's seccomp profile allows it: sandboxes/seccomp.py), so what a process
+    measures of itself (``ps``'s RSS) is the same in every run of an episode.
     """
     pid = VIEW_PID
     if pid is None:
         return argv, True
     enter = ["nsenter", "-t", str(pid), "-p", "-m", "-C", "-T", f"--wd=/proc/{pid}/root{cwd}", "--"]
     become = ["setpriv", f"--reuid={USER_UID}", f"--regid={USER_GID}", "--init-groups", "--"]
-    return [*enter, *become, *argv], False
+    return [*enter, *become, *FIXED_LAYOUT, *argv], False
+
+
+FIXED_LAYOUT = ["setarch", "-R", "--"]
+"""Runs a command without address-space randomization (util-linux; nothing of it stays)."""
 
 
 def outer_pid(inner):
