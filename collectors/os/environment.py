@@ -40,7 +40,7 @@ from worldtrace.collectors.driven import DriverEnvironment
 from worldtrace.collectors.os.actions import ActionSyntaxError, action_calls
 from worldtrace.collectors.os.image_definition import DRIVER, HOME, IMAGE_TAG, VERSIONS_JSON
 from worldtrace.collectors.os.render import DEFAULT_MAX_ROWS, TABLE
-from worldtrace.collectors.os.tasks import OsTask, tree_has
+from worldtrace.collectors.os.tasks import OsTask, launched_tree, tree_has
 from worldtrace.sandboxes.docker import Limits, SandboxError
 from worldtrace.sandboxes.view import VIEW_LABEL
 from worldtrace.schemas import Action, EnvironmentRef
@@ -55,6 +55,18 @@ SETTLE_VERSION = "2"
 pointer's tooltip delay (HOVER_S) and a first reaction (REACTION_S) are waited for, and the
 dock shows no tooltips (desktop_driver.py). Runs recorded before carry no such field.
 """
+
+
+REPLY_MARGIN_S = 1.0
+"""Of a statement's time, what the driver leaves for its reply to reach the host."""
+ACTION_TIMING_VERSION = "1"
+"""How an action is held to its step's time; in the identity (``timing``). 1: the driver gets
+a budget per statement and refuses or stops input that would outlast it (issue 24); runs
+recorded before carry no such field."""
+
+
+KEYS_VERSION = "1"
+"""How characters are typed (the driver's fix_character_keys); in the identity (``keys``)."""
 
 
 def default_limits() -> Limits:
@@ -158,20 +170,25 @@ class OsEnvironment(DriverEnvironment[OsConfig, OsTask]):
         done: list[dict[str, Any]] = []
         error: str | None = None
         for index, call in enumerate(calls):
-            remaining = max(deadline - time.monotonic(), 1.0)
+            # Each statement gets what is left of the step's time (and at most the call
+            # limit); the driver ends its input and settling early enough to observe within
+            # it, less a margin for the reply's way back (issue 24: a click with clicks=100,
+            # interval=1 ran 36.7 s past a shorter step timeout).
+            limit = min(deadline - time.monotonic(), self.config.call_timeout_s)
+            if index and limit <= REPLY_MARGIN_S:
+                error = f"statement {index + 1}: not run: the step's time ran out"
+                break
+            limit = max(limit, REPLY_MARGIN_S + 0.5)
             request = {
                 "op": "act",
                 "call": call,
                 "quiet_s": self.config.quiet_s,
                 "settle_cap_s": self.config.settle_cap_s,
                 "max_nodes": self.config.max_nodes,
+                "budget_s": round(limit - REPLY_MARGIN_S, 3),
             }
             try:
-                reply = self._request(
-                    request,
-                    timeout_s=min(remaining, self.config.call_timeout_s),
-                    raise_driver_error=False,
-                )
+                reply = self._request(request, timeout_s=limit, raise_driver_error=False)
             except SandboxError as lost:
                 if self._removed_from_outside():
                     raise
@@ -262,25 +279,42 @@ class OsEnvironment(DriverEnvironment[OsConfig, OsTask]):
 
     def final_tree(self) -> dict[str, Any] | None:
         """The accessibility tree now (None when it cannot be read: the sandbox was lost)."""
-        if self._driver is not None and not self._unusable:
-            try:
-                return self._observe().get("tree")
-            except SandboxError:
-                return None
-        last = self._last or {}
-        return None if last.get("state_stale") else last.get("tree")
+        looked = self._final_look()
+        return None if looked is None else looked.get("tree")
+
+    def _final_look(self) -> dict[str, Any] | None:
+        """The tree now with who each of its applications is (the driver's ``identify``).
+
+        None when the driver cannot be asked any more: a tree from a last look or from the
+        record says nothing of which process drew each application, so no check trusts it.
+        """
+        if self._driver is None or self._unusable:
+            return None
+        try:
+            return self._request(
+                {"op": "observe", "max_nodes": self.config.max_nodes, "identify": True},
+                timeout_s=self.config.call_timeout_s,
+            )
+        except SandboxError:
+            return None
 
     def evaluate(self, task: OsTask | None) -> float | None:
         """1.0 when the task's checks hold in the container now, else 0.0.
 
-        None without a task, or when the sandbox cannot be asked any more.
+        A tree check reads only the applications the environment launched at reset for the
+        task (the process it started, running the executable it resolved: the driver's
+        ``identify``), never an application by the name it gives itself. None without a task,
+        or when the sandbox (for a tree check: the driver) cannot be asked any more.
         """
         if task is None or self._sandbox is None:
             return None
         if task.check_tree is not None:
-            tree = self.final_tree()
-            if tree is None:
+            looked = self._final_look()
+            if looked is None or looked.get("tree") is None:
                 return None
+            # Only what the environment launched for the task counts: an application's name
+            # is its own choice (issue 24: a window of the agent's called itself galculator).
+            tree = launched_tree(looked["tree"], looked.get("applications") or [], task)
             if not tree_has(tree, *task.check_tree):
                 return 0.0
         if task.check_command:
@@ -316,6 +350,10 @@ class OsEnvironment(DriverEnvironment[OsConfig, OsTask]):
             # recorded before carry no such field.
             "view": (sandbox.container.image.labels or {}).get(VIEW_LABEL, "none"),
             "settle": SETTLE_VERSION,
+            "timing": ACTION_TIMING_VERSION,
+            # 1: each character is typed on the key holding it at pyautogui's shift level
+            # (before, "<" typed ">"; issue 23); runs recorded before carry no such field.
+            "keys": KEYS_VERSION,
         }
         return EnvironmentRef(
             name="os/desktop",

@@ -16,7 +16,14 @@ import pytest
 from worldtrace.collectors.os import OsCollector
 from worldtrace.collectors.os.actions import action_calls, click
 from worldtrace.collectors.os.environment import OsConfig, OsEnvironment
-from worldtrace.collectors.os.tasks import APPLICATIONS, OsTask, load_tasks, tree_has, uses_pointer
+from worldtrace.collectors.os.tasks import (
+    APPLICATIONS,
+    OsTask,
+    launched_tree,
+    load_tasks,
+    tree_has,
+    uses_pointer,
+)
 
 TASKS = load_tasks()
 LIBRARY = {task.name: task for task in TASKS}
@@ -88,6 +95,22 @@ def test_tree_has_matches_role_text_or_name_of_one_application() -> None:
     assert not tree_has(tree, "galculator", "text", "5")
     assert not tree_has(tree, "galculator", "label", "84")
     assert not tree_has(None, "galculator", "text", "84")
+
+
+def test_launched_tree_keeps_only_what_the_environment_launched() -> None:
+    def app(name: str, text: str) -> dict[str, Any]:
+        return {"app": name, "role": "text", "name": name, "text": text, "children": []}
+
+    task = LIBRARY["galculator-multiply-typed"]
+    tree = {"role": "desktop frame", "children": [app("galculator", "84"), app("galculator", "0")]}
+    impostor = {"name": "galculator", "pid": 90, "executable": "/usr/bin/python3.11"}
+    genuine = {"name": "galculator", "pid": 40, "executable": "/usr/bin/galculator"}
+    identities = [{**impostor, "launched": None}, {**genuine, "launched": "galculator"}]
+    kept = launched_tree(tree, identities, task)
+    assert [child["text"] for child in kept["children"]] == ["0"]
+    assert not tree_has(kept, *task.check_tree)
+    # Identities that do not describe this tree (another count) trust nothing.
+    assert launched_tree(tree, identities[:1], task)["children"] == []
 
 
 def _tasks() -> list[Any]:

@@ -43,7 +43,8 @@ screen's extents, app null); its children are the applications ordered by name, 
 Nodes are visited depth first; past ``max_nodes`` nodes (the root included) no node is
 visited and "truncated" is true; "nodes" counts the nodes in "tree". An application whose
 walk takes longer than APP_TIME_LIMIT_S = 20 s keeps the nodes visited so far; one that does
-not answer a call within CALL_TIMEOUT_MS = 1000 ms keeps the nodes visited before it; both are
+not answer a call within CALL_TIMEOUT_MS = 1000 ms, twice (its walk is tried again once: a
+loading application on a busy machine misses it once), keeps the nodes visited before it; both are
 named in "tree_error" ("<app> (pid N): <why>", joined by "; "), which is null otherwise. The
 tree is null, with "tree_error" starting "the accessibility tree is unavailable", when the
 registry cannot be read or holds no application at all (the launcher dock always registers, so
@@ -83,7 +84,7 @@ Requests and replies:
       a window openbox manages and, unless it has no AT-SPI (e.g. xterm), a showing frame in the
       AT-SPI tree, and until one of the launched programs' windows is the active one (the
       first keys of a task go to it: a frame shows before openbox maps and focuses it); at
-      most LAUNCH_TIMEOUT_S = 20 s in all, then lets the desktop settle (the defaults below)
+      most LAUNCH_TIMEOUT_S = 45 s in all, then lets the desktop settle (the defaults below)
       and observes. A launch that fails or shows no window in time is a driver_error (and the
       session is stopped); a second start without a stop too.
   {"id", "op": "act", "call": {"function", "args": [...], "kwargs": {...}}, "quiet_s" (default
@@ -111,14 +112,34 @@ Requests and replies:
       nothing at all happened since the input at least REACTION_S = 1 s, at most
       ``settle_cap_s``: a starting application is quiet while it loads. WAIT settles for
       exactly ``settle_cap_s`` (a pause); DONE and FAIL do not settle.
-  {"id", "op": "observe", "max_nodes"} -> observation.
+      With "budget_s" (the seconds the host gives the whole call: the step's time left), the
+      input and its settling end by ``budget_s`` less a reserve for the observation (twice the
+      last act's observation time plus OBSERVE_RESERVE_S, at most half the budget): a call
+      whose own waits (its intervals and duration) outlast that is refused before any input;
+      one that runs over anyway is stopped at its next wait once the deadline has come, every
+      key and button still down is released, and its "error" says it was stopped; the settle
+      cap shrinks to what is left.
+      Characters are typed on the key that holds them at the shift level pyautogui presses
+      (the default X map has ``<`` unshifted on a key where shift gives ``>``).
+  {"id", "op": "observe", "max_nodes", "identify" (default false)} -> observation; with
+      "identify", also "applications": one {"name", "pid", "executable", "launched"} per
+      application of the tree, in order: the pid is the AT-SPI bus's (its connection's
+      credentials), the executable the kernel's (/proc/<pid>/exe), "launched" the argv[0] of
+      the start's ``launch`` program the process belongs to when it runs that program's
+      executable, else null. A task's check reads only those (the name is the application's
+      own choice: GLib's prgname).
   {"id", "op": "stop"} -> {"stopped": true}: every other process of ``user`` is killed and the X
       lock files removed (the home folder stays). Stdin EOF does the same.
 A request the driver could not serve gets {"id", "driver_error": "..."} (an unknown op, an act
 before start, a bad request field, ...).
 ``desktop_driver.py --observe [--max-nodes N]`` prints one observation line of the running
-session (found through /dev/shm/desktop-session/session.json) and exits: the host's last look
-when the driver is lost. With no session: tree null and tree_error "no desktop session".
+session (found through /dev/shm/desktop-session/session.json, written at start before any
+input) and exits: the host's last look when the driver is lost. With no session: tree null and
+tree_error "no desktop session". It reads only the session's own servers: the accessibility
+bus at the address recorded at start (not the root window's AT_SPI_BUS, which any X client
+sets), and only while the processes recorded at start (by their sockets' peer credentials)
+answer its X and bus connections, before and after it reads; otherwise tree null and
+tree_error "the accessibility tree is unavailable: the <x|a11y> socket is served by ...".
 """
 
 from __future__ import annotations
@@ -136,6 +157,8 @@ import pwd
 import select
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -168,7 +191,9 @@ TEXT_LIMIT = 100_000
 APP_TIME_LIMIT_S = 20.0
 CALL_TIMEOUT_MS = 1000
 STARTUP_TIMEOUT_MS = 3000
-LAUNCH_TIMEOUT_S = 20.0
+# 45 s, not 20: with both cores busy (load 25-35 during a full test run) gnumeric took longer
+# than 20 s to show its window; the host's start_timeout_s (90 s) covers it.
+LAUNCH_TIMEOUT_S = 45.0
 SESSION_START_TIMEOUT_S = 15.0
 POLL_S = 0.02
 POPUP_MIN_SIZE = 4
@@ -182,6 +207,8 @@ NO_ACCESSIBILITY_GRACE_S = 0.5
 HOVER_S = 0.8
 """Least settling after pointer input: GTK shows a tooltip 0.5 s after the pointer rests."""
 REACTION_S = 1.0
+OBSERVE_RESERVE_S = 1.0
+"""Least time of a call's budget kept for its observation (plus twice the last one's time)."""
 """Least settling while the input has had no visible effect yet (an event or a screen change)."""
 POINTER_FUNCTIONS = frozenset(
     {"click", "doubleClick", "rightClick", "moveTo", "dragTo", "scroll", "mouseDown", "mouseUp"}
@@ -492,11 +519,23 @@ class Session:
         self.spawn([AT_SPI_BUS_LAUNCHER, "--launch-immediately"], "at-spi-bus-launcher")
         # openbox reads OPENBOX_RC, its system-wide configuration, without being told.
         self.spawn(["openbox"], "openbox")
-        LOG_DIR.joinpath("session.json").write_text(
+
+    def record(self, desktop: Desktop) -> None:
+        """Write SESSION_FILE for the last look: where the session is and who serves it.
+
+        Written before any input, from the driver's own connections: the accessibility bus's
+        address as the bus launcher published it, and the X server and that bus by the
+        process at the other end of each socket (pid and start time). The session's sockets
+        and the root window's AT_SPI_BUS belong to the session's user, who is the agent's user
+        too: the last look trusts them only where these same processes answer.
+        """
+        SESSION_FILE.write_text(
             json.dumps(
                 {
                     "display": DISPLAY,
                     "bus_address": self.bus_address,
+                    "a11y_address": desktop.a11y_address,
+                    "peers": desktop.peers(),
                     "width": self.width,
                     "height": self.height,
                 }
@@ -550,6 +589,7 @@ class BridgeItem(NamedTuple):
     states: list[str]
     child_count: int
     holds_children: bool  # whether the bridge holds every child too
+    children: tuple[str, ...]  # the object paths of the children it holds, in index order
 
 
 class TreeUnavailable(Exception):
@@ -600,11 +640,17 @@ class Desktop:
         self.events = 0
         self.listener: Any = None
         self.items_bus: Any = None  # our own connection to the AT-SPI bus, once listening
+        self.a11y_address = ""  # that bus's address, as the root window gave it then
         self.state_names = [
             Atspi.StateType(value).value_nick for value in range(int(Atspi.StateType.LAST_DEFINED))
         ]
         self.states_of_bits: dict[int, list[str]] = {}
         self.seen_apps: dict[int, str] = {}  # pid -> name, of the last observation's tree
+        # pid -> (argv[0], executable) of each program the start launched (a task's checks
+        # trust these, never a name an application chose for itself), and the identity of each
+        # application of the last tree (Driver.observe's "identify").
+        self.launched: dict[int, tuple[str, str]] = {}
+        self.identities: list[dict[str, Any]] = []
         self.wm_probe: Any = None  # an unmapped window of ours that asks the window manager
         self.wm_answered = False
 
@@ -629,15 +675,34 @@ class Desktop:
         # last look) asks for everything.
         self.Atspi.get_desktop(0).set_cache_mask(self.Atspi.Cache.DEFAULT)
         prop = self.root.get_full_property(self.atoms["AT_SPI_BUS"], self.X.AnyPropertyType)
-        self.items_bus = self.Gio.DBusConnection.new_for_address_sync(
-            bytes(prop.value).decode(),
+        self.a11y_address = bytes(prop.value).decode()
+        self.items_bus = self.connect_bus(self.a11y_address)
+        self.damage = self.root.damage_create(self.damage_module.DamageReportNonEmpty)
+        self.xdisplay.flush()
+
+    def connect_bus(self, address: str) -> Any:
+        """A connection of our own to the message bus at ``address``."""
+        return self.Gio.DBusConnection.new_for_address_sync(
+            address,
             self.Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT
             | self.Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION,
             None,
             None,
         )
-        self.damage = self.root.damage_create(self.damage_module.DamageReportNonEmpty)
-        self.xdisplay.flush()
+
+    def peers(self, bus: Any = None) -> dict[str, dict[str, int] | None]:
+        """The processes serving our X connection and our accessibility bus connection.
+
+        Each {"pid", "start"} (our pid namespace; its start time in clock ticks since boot,
+        so a pid used again is told apart), from the socket's peer credentials: what the
+        kernel says, not what a socket's path or a root window's property says.
+        """
+        bus = bus or self.items_bus
+        a11y = None if bus is None else bus.get_stream().get_socket().get_fd()
+        return {
+            "x": socket_peer(self.xdisplay.fileno()),
+            "a11y": None if a11y is None else socket_peer(a11y),
+        }
 
     def _on_event(self, event: Any) -> None:
         self.events += 1
@@ -968,6 +1033,8 @@ class Desktop:
         # interfaces, name, role, description, states. Taking the fields needed one by one is
         # four times faster than unpacking the whole reply (0.02 s for gnumeric's 576 nodes).
         held: dict[str, int] = {}  # parent path -> how many of its children the bridge holds
+        # parent path -> {index in parent: child path}
+        placed: dict[str, dict[int, str]] = {}
         # path -> name, description, states, child count
         fields: dict[str, tuple[str, str, list[str], int]] = {}
         described = reply.get_child_value(0)
@@ -977,6 +1044,7 @@ class Desktop:
             parent = item.get_child_value(2).get_child_value(1).get_string()
             if parent != path:  # an application is its own parent
                 held[parent] = held.get(parent, 0) + 1
+                placed.setdefault(parent, {})[item.get_child_value(3).get_int32()] = path
             low, high = item.get_child_value(9).unpack()
             fields[path] = (
                 item.get_child_value(6).get_string(),
@@ -990,7 +1058,15 @@ class Desktop:
             # descendants (it holds none of them), or a GTK menu's (it holds those it made)
             if count < 0 and held.get(path, 0):
                 count = held[path]
-            items[path] = BridgeItem(name, description, states, count, held.get(path, 0) == count)
+            kids = placed.get(path, {})
+            items[path] = BridgeItem(
+                name,
+                description,
+                states,
+                count,
+                held.get(path, 0) == count,
+                tuple(kids[index] for index in sorted(kids)),
+            )
         return items
 
     def state_names_of(self, bits: int) -> list[str]:
@@ -1041,6 +1117,7 @@ class Desktop:
         app_of_pid = {pid: name for _, name, pid in applications if pid is not None}
         # The same order on every run (see the module docstring).
         applications.sort(key=lambda found: (found[1], found[2] if found[2] is not None else -1))
+        identities = []
         for app, name, pid in applications:
             if walk.count >= max_nodes:
                 walk.truncated = True
@@ -1048,9 +1125,33 @@ class Desktop:
             node, problem = walk.application(app, name)
             if node is not None:
                 root["children"].append(node)
+                identities.append(self.identity(name, pid))
             if problem:
                 problems.append(f"{name} (pid {pid}): {problem}")
+        self.identities = identities
         return root, walk.count, walk.truncated, "; ".join(problems) or None, app_of_pid
+
+    def identity(self, name: str, pid: int | None) -> dict[str, Any]:
+        """Who an application of the tree is, from what no application can choose.
+
+        Its name is whatever it told GLib (``g_set_prgname``: any program can call itself
+        "galculator"); its pid is the AT-SPI bus's own word (the peer credentials of its
+        connection); its executable is the kernel's (/proc/<pid>/exe); "launched" is the argv[0]
+        of the program the start launched when the process is that program (one of its
+        processes, running the executable the start resolved for it), else null.
+        """
+        executable = process_executable(pid) if pid is not None else None
+        launched = self.launched.get(pid) if pid is not None else None
+        return {
+            "name": name,
+            "pid": pid,
+            "executable": executable,
+            "launched": (
+                launched[0]
+                if launched is not None and executable is not None and executable == launched[1]
+                else None
+            ),
+        }
 
     def observe(self, max_nodes: int) -> dict[str, Any]:
         """One observation of the desktop as it is now: tree, windows and pixels of one moment.
@@ -1075,6 +1176,7 @@ class Desktop:
         """Read the tree, the windows and the screenshot once."""
         self.activity()  # apply pending events to libatspi's cache first
         started = time.monotonic()
+        self.identities = []
         tree: dict[str, Any] | None
         try:
             tree, nodes, truncated, tree_error, app_of_pid = self.tree(max_nodes)
@@ -1126,6 +1228,28 @@ def process_name(pid: int) -> str:
         return ""
 
 
+def process_executable(pid: int) -> str | None:
+    """The file the process runs, as the kernel names it (None when it cannot be read)."""
+    try:
+        return os.readlink(f"{PROC}/{pid}/exe")
+    except OSError:
+        return None
+
+
+def socket_peer(fd: int) -> dict[str, int] | None:
+    """{"pid", "start"} of the process at the other end of a Unix socket (None: unknown)."""
+    with socket.fromfd(fd, socket.AF_UNIX, socket.SOCK_STREAM) as sock:  # a duplicate
+        credentials = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    pid = struct.unpack("3i", credentials)[0]
+    if pid <= 0:
+        return None
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return {"pid": pid, "start": int(stat.rsplit(")", 1)[1].split()[19])}
+
+
 def process_running(pid: int) -> bool:
     """Whether the process exists and has not ended (a zombie has ended)."""
     try:
@@ -1154,10 +1278,18 @@ class TreeWalk:
         self.deadline = 0.0
         self.items: dict[str, BridgeItem] = {}  # by object path: Desktop.bridge_items
 
-    def application(self, app: Any, name: str) -> tuple[dict[str, Any] | None, str | None]:
-        """The application's subtree and what stopped its walk (None when complete)."""
+    def application(
+        self, app: Any, name: str, again: bool = True
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        """The application's subtree and what stopped its walk (None when complete).
+
+        An application that did not answer one call in time is walked once more from the
+        start: on a machine whose cores are all busy a loading application (gnumeric at the
+        start) can miss CALL_TIMEOUT_MS once without being hung; a hung one misses it again.
+        """
         self.deadline = time.monotonic() + APP_TIME_LIMIT_S
         self.app_name = name
+        counted, truncated = self.count, self.truncated
         holder: list[dict[str, Any]] = []
         try:
             self.items = {}
@@ -1165,6 +1297,9 @@ class TreeWalk:
                 self.items = self.call(self.desktop.bridge_items, app) or {}
             self.visit(app, holder)
         except AppStopped as stopped:
+            if again and str(stopped).startswith("no answer"):
+                self.count, self.truncated = counted, truncated
+                return self.application(app, name, again=False)
             return (holder[0] if holder else None), str(stopped)
         return (holder[0] if holder else None), None
 
@@ -1190,6 +1325,13 @@ class TreeWalk:
             self.truncated = True
             return
         item = self.items.get(accessible.path)
+        if item is None and self.desktop.items_bus is not None:
+            # Not held by the bridge (a table's cells, made on demand): libatspi's cache of it
+            # is only as current as the events processed so far, and on a busy machine the
+            # application's events trail its state (the walk read an older node than a fresh
+            # process did: issue 24). Read it afresh. (A process that does not listen, the
+            # last look, keeps no such cache.)
+            accessible.clear_cache()
         node = self.node(accessible, item)  # may stop the walk: then the node is not counted
         self.count += 1
         siblings.append(node)
@@ -1198,11 +1340,24 @@ class TreeWalk:
             # children the bridge does not hold, or that libatspi missed: read them afresh
             accessible.clear_cache()
             count = self.call(accessible.get_child_count) or 0
+        children = []
         for index in range(count):
+            child = self.call(accessible.get_child_at_index, index)
+            children.append(child)
+        if (
+            item is not None
+            and item.holds_children
+            and [getattr(child, "path", None) for child in children] != list(item.children)
+        ):
+            # As many children as the bridge holds, but not the same ones (one replaced by
+            # another whose event has not arrived yet): the bridge's are the current ones.
+            accessible.clear_cache()
+            count = self.call(accessible.get_child_count) or 0
+            children = [self.call(accessible.get_child_at_index, index) for index in range(count)]
+        for child in children:
             if self.count >= self.max_nodes:
                 self.truncated = True
                 return
-            child = self.call(accessible.get_child_at_index, index)
             if child is not None:
                 self.visit(child, node["children"])
 
@@ -1279,8 +1434,68 @@ class Actor:
         pyautogui.FAILSAFE = False  # a click in a corner is a click, not an abort
         pyautogui.PAUSE = 0.0  # settling is ours
         self.pyautogui = pyautogui
+        self.x11 = _pyautogui_x11
         self.key_codes = _pyautogui_x11.keyboardMapping
         self.width, self.height = width, height
+        fix_character_keys(_pyautogui_x11._display, self.key_codes, pyautogui.isShiftCharacter)
+        # Every wait inside a pyautogui call (interval, duration, the pause) goes through this
+        # clock, which ends the call at its deadline (Actor.run).
+        self.clock = DeadlineClock()
+        pyautogui.time = self.clock
+        self.planned_s = 0.0  # the last checked call's own waits (planned_wait)
+
+    def run(self, call: Any, deadline: float | None) -> None:
+        """Run a checked call; past ``deadline`` its next wait raises CallCut.
+
+        A call cut half way may leave a key or a button down (a hotkey between its presses, a
+        drag between press and release): whatever is still down is released then, so the next
+        call starts from a keyboard and pointer at rest.
+        """
+        self.clock.deadline = deadline
+        try:
+            call()
+        except CallCut:
+            self.release_held()
+            raise
+        finally:
+            self.clock.deadline = None
+
+    def release_held(self) -> None:
+        """Release every key and pointer button the X server holds down."""
+        from Xlib import X
+        from Xlib.ext.xtest import fake_input
+
+        display = self.x11._display
+        keymap = display.query_keymap()
+        for byte, bits in enumerate(keymap):
+            for bit in range(8):
+                if bits >> bit & 1:
+                    fake_input(display, X.KeyRelease, byte * 8 + bit)
+        mask = display.screen().root.query_pointer().mask
+        for button, button_mask in enumerate(
+            (X.Button1Mask, X.Button2Mask, X.Button3Mask, X.Button4Mask, X.Button5Mask), 1
+        ):
+            if mask & button_mask:
+                fake_input(display, X.ButtonRelease, button)
+        display.sync()
+
+    @staticmethod
+    def planned_wait(function: str, values: dict[str, Any]) -> float:
+        """The seconds a call spends waiting by its own arguments (intervals and durations)."""
+        interval = float(values.get("interval") or 0.0)
+        duration = float(values.get("duration") or 0.0)
+        if function in ("click", "doubleClick", "rightClick"):
+            clicks = {"doubleClick": 2, "rightClick": 1}.get(function, values.get("clicks", 1))
+            return duration + interval * clicks
+        if function in ("write", "typewrite"):
+            return interval * len(values.get("message") or "")
+        if function == "press":
+            keys = values.get("keys")
+            count = len(keys) if isinstance(keys, list) else 1
+            return interval * count * int(values.get("presses") or 1)
+        if function == "hotkey":
+            return interval * 2 * len(values.get("args") or ())
+        return duration
 
     def check(self, function: Any, args: Any, kwargs: Any) -> Any:
         """The bound pyautogui callable for the call, or ActionRefused saying why not."""
@@ -1339,6 +1554,7 @@ class Actor:
             self.check_keys(list(values["args"]))
         if function in ("keyDown", "keyUp"):
             self.check_keys([values.get("key")])
+        self.planned_s = self.planned_wait(function, values)
         return lambda: target(*bound.args, **bound.kwargs)
 
     def check_point(self, x: Any, y: Any) -> None:
@@ -1379,6 +1595,94 @@ class Actor:
             raise ActionRefused(f"no key types {''.join(missing)!r}")
 
 
+class CallCut(Exception):
+    """A pyautogui call reached its deadline (the step's timeout) and was stopped there."""
+
+
+class DeadlineClock:
+    """What pyautogui sees as its ``time`` module: the real one, whose sleep knows a deadline.
+
+    pyautogui waits with ``time.sleep`` only (between clicks, keys and the steps of a
+    movement), so a call that would run past the step's timeout (``click(clicks=100,
+    interval=1)``) is stopped at its next wait once the deadline has come, after sleeping up
+    to it: no more input is sent.
+    """
+
+    def __init__(self) -> None:
+        self.deadline: float | None = None
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep, or sleep until the deadline and raise CallCut when it comes first."""
+        if self.deadline is not None and time.monotonic() + seconds > self.deadline:
+            time.sleep(max(0.0, self.deadline - time.monotonic()))
+            raise CallCut()
+        time.sleep(seconds)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
+def fix_character_keys(display: Any, key_codes: dict[str, Any], shifted: Any) -> None:
+    """Map each character to a key that types it at the shift level pyautogui will use.
+
+    pyautogui presses shift for the characters it calls shift characters (``<``, ``?``,
+    capitals) and takes the first key whose map holds the character's keysym at any level.
+    On the X server's default (pc105) map ``less`` is first found unshifted on the extra key
+    left of Z, where shift types ``>``: ``write("<")`` typed ``>``. Each character gets the
+    key that holds its keysym at the level pyautogui's shift decision gives, when one does.
+    """
+    from Xlib import XK
+
+    for char, code in list(key_codes.items()):
+        if len(char) != 1 or not char.isprintable() or code is None:
+            continue
+        keysym = XK.string_to_keysym(XK_NAMES.get(char, char))
+        if not keysym:
+            continue
+        level = 1 if shifted(char) else 0
+        codes = sorted(code for code, index in display.keysym_to_keycodes(keysym) if index == level)
+        if codes:
+            key_codes[char] = codes[0]
+
+
+XK_NAMES = {
+    " ": "space",
+    "!": "exclam",
+    '"': "quotedbl",
+    "#": "numbersign",
+    "$": "dollar",
+    "%": "percent",
+    "&": "ampersand",
+    "'": "apostrophe",
+    "(": "parenleft",
+    ")": "parenright",
+    "*": "asterisk",
+    "+": "plus",
+    ",": "comma",
+    "-": "minus",
+    ".": "period",
+    "/": "slash",
+    ":": "colon",
+    ";": "semicolon",
+    "<": "less",
+    "=": "equal",
+    ">": "greater",
+    "?": "question",
+    "@": "at",
+    "[": "bracketleft",
+    "\\": "backslash",
+    "]": "bracketright",
+    "^": "asciicircum",
+    "_": "underscore",
+    "`": "grave",
+    "{": "braceleft",
+    "|": "bar",
+    "}": "braceright",
+    "~": "asciitilde",
+}
+"""X keysym names of the printable ASCII characters that are not letters or digits."""
+
+
 def is_number(value: Any) -> bool:
     """An int or float that is not a bool."""
     return isinstance(value, int | float) and not isinstance(value, bool)
@@ -1410,6 +1714,7 @@ class Driver:
         self.session: Session | None = None
         self.desktop: Desktop | None = None
         self.actor: Actor | None = None
+        self.last_observe_s = 0.0  # how long the last act's observation took
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         """Execute one request and return its reply."""
@@ -1425,7 +1730,11 @@ class Driver:
             raise DriverError(f"op {op!r} before start")
         max_nodes = positive_int(request, "max_nodes", DEFAULT_MAX_NODES)
         if op == "observe":
-            return self.desktop.observe(max_nodes)
+            reply = self.desktop.observe(max_nodes)
+            if request.get("identify"):
+                # For a task's check (never recorded): who each application of the tree is.
+                reply["applications"] = list(self.desktop.identities)
+            return reply
         return self.act(request, max_nodes)
 
     def start(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -1454,6 +1763,7 @@ class Driver:
                     raise DriverError("openbox or the AT-SPI bus did not start; see their logs")
                 time.sleep(POLL_S)
             desktop.listen()
+            self.session.record(desktop)
             programs = [(["/usr/bin/python3", str(LAUNCHER)], "launcher")]
             programs += [(argv, Path(argv[0]).name) for argv in launch]
             waiting = []
@@ -1463,6 +1773,7 @@ class Driver:
                 except OSError as error:
                     raise DriverError(f"cannot launch {argv}: {error}") from None
             self.wait_for_windows(desktop, waiting, time.monotonic() + LAUNCH_TIMEOUT_S)
+            desktop.launched = launched_programs(waiting[1:])
             self.desktop = desktop
             self.actor = Actor(desktop.width, desktop.height)
             desktop.settle(DEFAULT_QUIET_S, DEFAULT_SETTLE_CAP_S)
@@ -1535,6 +1846,17 @@ class Driver:
         if not isinstance(call, dict):
             raise DriverError("call must be an object {function, args, kwargs}")
         function = call.get("function")
+        received = time.monotonic()
+        budget_s = request.get("budget_s")
+        if budget_s is not None and (not is_number(budget_s) or budget_s <= 0):
+            raise DriverError(f"budget_s must be a positive number, not {budget_s!r}")
+        # The input and its settling end by this instant, so that the observation after them
+        # still fits in the step's time (budget_s: what the host gives the whole call).
+        input_deadline = (
+            None if budget_s is None else received + budget_s - self.observe_reserve(budget_s)
+        )
+        if input_deadline is not None:
+            cap_s = min(cap_s, max(0.0, input_deadline - received))
         error = None
         action_s = settle_s = 0.0
         if function == "WAIT":
@@ -1543,6 +1865,13 @@ class Driver:
         elif function not in ("DONE", "FAIL"):
             try:
                 run = self.actor.check(function, call.get("args", []), call.get("kwargs", {}))
+                if input_deadline is not None and received + self.actor.planned_s > input_deadline:
+                    # Its own waits alone outlast the step: refused whole, before any input.
+                    raise ActionRefused(
+                        f"{function}() waits {self.actor.planned_s:g} s by its arguments, "
+                        f"longer than the {max(0.0, input_deadline - received):.1f} s left "
+                        "in the step's time"
+                    )
             except ActionRefused as refused:
                 error = str(refused)
             else:
@@ -1550,7 +1879,12 @@ class Driver:
                 before = set(user_processes(os.getuid()))
                 started = time.monotonic()
                 try:
-                    run()
+                    self.actor.run(run, input_deadline)
+                except CallCut:
+                    error = (
+                        f"{function}() was stopped after {time.monotonic() - started:.1f} s: "
+                        "the step's time ran out"
+                    )
                 except Exception as failed:  # pyautogui's own complaint is the step's error
                     error = f"{type(failed).__name__}: {failed}"
                 action_s = time.monotonic() - started
@@ -1558,8 +1892,13 @@ class Driver:
                 # that long, so whether the tooltip is in the observation does not depend on
                 # how fast the step was read.
                 least_s = HOVER_S if function in POINTER_FUNCTIONS else 0.0
+                if input_deadline is not None:
+                    left = max(0.0, input_deadline - time.monotonic())
+                    cap_s, least_s = min(cap_s, left), min(least_s, left)
                 settle_s = self.desktop.settle(quiet_s, cap_s, before, least_s)
+        started = time.monotonic()
         reply = self.desktop.observe(max_nodes)
+        self.last_observe_s = time.monotonic() - started
         reply["error"] = error
         reply["timing"] = {
             "action_s": round(action_s, 6),
@@ -1568,11 +1907,39 @@ class Driver:
         }
         return reply
 
+    def observe_reserve(self, budget_s: float) -> float:
+        """How much of a call's ``budget_s`` is kept for its observation.
+
+        Twice the last observation's time and a second more (a tree read grows with what the
+        call opened), but never more than half the budget: a short step still gets input.
+        """
+        return min(budget_s / 2, OBSERVE_RESERVE_S + 2 * self.last_observe_s)
+
     def stop(self) -> None:
         """End the session."""
         if self.session is not None:
             self.session.stop()
         self.session = self.desktop = self.actor = None
+
+
+def launched_programs(
+    waiting: list[tuple[list[str], subprocess.Popen[bytes]]],
+) -> dict[int, tuple[str, str]]:
+    """{view pid: (argv[0], executable)} of the processes of each launched program now.
+
+    The executable is the one argv[0] names (found on the session's PATH, links resolved), so
+    a process of the program that ran something else (a shell it started) is not the program.
+    """
+    path = user_environment(None)["PATH"]
+    launched: dict[int, tuple[str, str]] = {}
+    for argv, process in waiting:
+        found = shutil.which(argv[0], path=path)
+        if found is None:
+            continue
+        executable = os.path.realpath(found)
+        for pid in view_pids(descendants(process.pid)):
+            launched[pid] = (argv[0], executable)
+    return launched
 
 
 def read_lines(fd: int, idle: Any) -> Any:
@@ -1626,26 +1993,63 @@ def serve(reply_fd: int) -> None:
         driver.stop()
 
 
+class NotTheSession(Exception):
+    """A socket of the session answered from a process that is not the session's own."""
+
+
 def last_look(max_nodes: int) -> dict[str, Any]:
-    """One observation of the running session, or an empty one when there is none."""
+    """One observation of the running session, or an empty one when there is none.
+
+    Only from the session's own X server and accessibility bus (SESSION_FILE, written before
+    any input, names them by process): the bus is the recorded address, never the root
+    window's AT_SPI_BUS (any X client sets it), and the processes answering our connections
+    are checked before and after the look (the socket files lie in folders of the session's
+    user, the agent's user too, who could put its own in their place).
+    """
     try:
         session = json.loads(SESSION_FILE.read_text(encoding="utf-8"))
+        # libatspi takes the accessibility bus from here before the root window's property.
+        os.environ["AT_SPI_BUS_ADDRESS"] = session["a11y_address"]
         desktop = Desktop(session["bus_address"])
     except Exception as error:  # no file, no display: no session to look at
-        return {
-            "tree": None,
-            "nodes": 0,
-            "truncated": False,
-            "tree_error": f"no desktop session ({type(error).__name__}: {error})",
-            "screenshot_png": None,
-            "screen": None,
-            "focused": {"app": None, "window": None},
-            "windows": [],
-            "exited": [],
-            "tree_digest": tree_digest(None),
-            "timing": {"tree_s": 0.0, "screenshot_s": 0.0},
-        }
-    return desktop.observe(max_nodes)
+        return empty_look(f"no desktop session ({type(error).__name__}: {error})")
+    try:
+        check_peers(desktop, session)
+        observation = desktop.observe(max_nodes)
+        check_peers(desktop, session)
+    except NotTheSession as error:
+        return empty_look(f"the accessibility tree is unavailable: {error}")
+    return observation
+
+
+def check_peers(desktop: Desktop, session: dict[str, Any]) -> None:
+    """Raise NotTheSession unless the session's own processes serve X and the bus now."""
+    try:
+        seen = desktop.peers(desktop.connect_bus(session["a11y_address"]))
+    except Exception as error:  # the bus does not answer at its address any more
+        raise NotTheSession(f"the accessibility bus cannot be reached ({error})") from None
+    for kind, recorded in session["peers"].items():
+        if seen.get(kind) != recorded:
+            raise NotTheSession(
+                f"the {kind} socket is served by {seen.get(kind)}, not by the session's {recorded}"
+            )
+
+
+def empty_look(why: str) -> dict[str, Any]:
+    """An observation without a desktop: no tree, no screenshot, and why."""
+    return {
+        "tree": None,
+        "nodes": 0,
+        "truncated": False,
+        "tree_error": why,
+        "screenshot_png": None,
+        "screen": None,
+        "focused": {"app": None, "window": None},
+        "windows": [],
+        "exited": [],
+        "tree_digest": tree_digest(None),
+        "timing": {"tree_s": 0.0, "screenshot_s": 0.0},
+    }
 
 
 def drop_to_user() -> None:

@@ -10,7 +10,10 @@ and a check that holds only when the work was done:
   task is solved when it exits 0 (a file's content, a file moved, ``ssconvert`` reading a
   saved spreadsheet back);
 - ``check_tree``: ``(application, role, text)``: a node of that application in the final
-  accessibility tree has that role and that text or name (the calculator's display).
+  accessibility tree has that role and that text or name (the calculator's display). Only an
+  application the environment launched at reset counts (its process and executable, from the
+  driver: :func:`launched_tree`); another program calling itself by the application's name
+  (GLib's prgname, its AT-SPI name) does not.
 
 One module per application (``mousepad``, ``gnumeric``, ``pcmanfm``, ``galculator``), each
 with ``TASKS``; :func:`load_tasks` returns them all in that order.
@@ -19,7 +22,7 @@ with ``TASKS``; :func:`load_tasks` returns them all in that order.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +80,28 @@ def tree_has(tree: Mapping[str, Any] | None, application: str, role: str, text: 
     return False
 
 
+def launched_tree(
+    tree: Mapping[str, Any], identities: Sequence[Mapping[str, Any]], task: OsTask
+) -> dict[str, Any]:
+    """The tree with only the applications the environment launched at reset for ``task``.
+
+    ``identities`` are the driver's, one per application of ``tree`` in order (``observe``
+    with ``identify``): an application is kept when its process is one of a program of
+    ``task.launch`` and runs that program's executable (``launched`` names the program). The
+    name an application shows (GLib's prgname) is its own choice, so it decides nothing.
+    """
+    programs = {argv[0] for argv in task.launch}
+    children = list(tree.get("children") or ())
+    if len(identities) != len(children):
+        return {**tree, "children": []}  # not the tree the identities describe: trust none
+    kept = [
+        child
+        for child, identity in zip(children, identities, strict=True)
+        if identity.get("launched") in programs and identity.get("name") == child.get("name")
+    ]
+    return {**tree, "children": kept}
+
+
 def uses_pointer(task: OsTask) -> bool:
     """Whether the task's script uses the pointer (coordinates of the default screen)."""
     return any(
@@ -103,6 +128,7 @@ __all__ = [
     "DOCUMENTS",
     "HOME",
     "OsTask",
+    "launched_tree",
     "load_tasks",
     "tree_has",
     "uses_pointer",
