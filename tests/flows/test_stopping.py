@@ -63,6 +63,8 @@ def _stop_with(command: list[str], run_dir: Path, sig: signal.Signals, env: dict
     assert process.returncode == 128 + sig, (sig.name, stderr.decode()[-2000:])
     assert took < 10, f"the run took {took:.1f}s to stop after {sig.name}"
     assert b"run the same command again" in stderr, sig.name
+    # One line, not the temporary API's CancelledError tracebacks after it (issue 24).
+    assert b"Traceback" not in stderr, stderr.decode()[-3000:]
 
     # Nothing half-done was sealed: the unfinished attempts were set aside, none failed.
     assert not list((run_dir / "raw" / "partial").glob("*.jsonl"))
