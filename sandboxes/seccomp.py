@@ -1,4 +1,5 @@
-"""The seccomp profile of sandboxes with a private view: Docker's default, plus one value.
+"""The seccomp profile of sandboxes with a private view: Docker's default, no user namespaces,
+plus one personality value.
 
 Docker's default profile lets a container call ``personality(2)`` with only a few values, none
 of which turns off address-space randomization (``ADDR_NO_RANDOMIZE``, what ``setarch -R``
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 ADDR_NO_RANDOMIZE = 0x0040000
+CLONE_NEWUSER = 0x10000000
+"""``clone(2)``/``unshare(2)``'s flag that makes a user namespace."""
 """``personality(2)``'s flag that turns address-space randomization off (``setarch -R``)."""
 DEFAULT_PROFILE = Path(__file__).with_name("seccomp_default.json")
 
@@ -34,6 +37,7 @@ DEFAULT_PROFILE = Path(__file__).with_name("seccomp_default.json")
 def profile() -> str:
     """The profile, as the JSON text Docker's ``seccomp=`` security option takes."""
     document: dict[str, Any] = json.loads(DEFAULT_PROFILE.read_text(encoding="utf-8"))
+    _no_user_namespaces(document["syscalls"])
     document["syscalls"].append(
         {
             "names": ["personality"],
@@ -45,9 +49,39 @@ def profile() -> str:
     return json.dumps(document, separators=(",", ":"))
 
 
+def _no_user_namespaces(syscalls: list[dict[str, Any]]) -> None:
+    """Let no process of the container make a user namespace.
+
+    A private view's container has CAP_SYS_ADMIN (for our root processes, which make the
+    view's namespaces), and Docker's default profile then allows ``clone``, ``clone3`` and
+    ``unshare`` with any flags to every process in it: the agent, which holds no capability,
+    could still make a user namespace and be root inside it (a kernel surface Docker's
+    default keeps closed). Instead, ``clone`` and ``unshare`` are allowed without
+    ``CLONE_NEWUSER`` (every other namespace still needs a capability the agent lacks), and
+    ``clone3``, whose flags a filter cannot read, answers ENOSYS as it does in Docker's default
+    for containers without the capability (glibc then uses ``clone``).
+    """
+    for rule in syscalls:
+        if "CAP_SYS_ADMIN" in rule.get("includes", {}).get("caps", []):
+            rule["names"] = [n for n in rule["names"] if n not in ("clone", "clone3", "unshare")]
+        if rule["names"] == ["clone3"] and rule["action"] == "SCMP_ACT_ERRNO":
+            rule.get("excludes", {}).pop("caps", None)
+    syscalls.append(
+        {
+            "names": ["clone", "unshare"],
+            "action": "SCMP_ACT_ALLOW",
+            "args": [
+                {"index": 0, "value": CLONE_NEWUSER, "valueTwo": 0, "op": "SCMP_CMP_MASKED_EQ"}
+            ],
+            "excludes": {"arches": ["s390", "s390x"]},  # clone's flags are its second argument
+            "comment": "namespaces but no user namespace (see _no_user_namespaces)",
+        }
+    )
+
+
 def security_option() -> str:
     """The ``security_opt`` entry that gives a container :func:`profile`."""
     return f"seccomp={profile()}"
 
 
-__all__ = ["ADDR_NO_RANDOMIZE", "DEFAULT_PROFILE", "profile", "security_option"]
+__all__ = ["ADDR_NO_RANDOMIZE", "CLONE_NEWUSER", "DEFAULT_PROFILE", "profile", "security_option"]
