@@ -1,5 +1,4 @@
-"""The seccomp profile of sandboxes with a private view: Docker's default, no user namespaces,
-plus one personality value.
+"""The seccomp profile of private-view sandboxes: Docker's default, no user namespaces.
 
 Docker's default profile lets a container call ``personality(2)`` with only a few values, none
 of which turns off address-space randomization (``ADDR_NO_RANDOMIZE``, what ``setarch -R``
