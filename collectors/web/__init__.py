@@ -40,6 +40,37 @@ def browser_check() -> Check:
     return Check("web browser", ok, f"{version} ({path})", None if ok else fix)
 
 
+def browser_confinement_check() -> Check:
+    """The browser can be confined: a memory cgroup, and a user namespace for its sandbox.
+
+    The browser runs unprivileged with Chromium's own sandbox on (collectors/web/browser.py),
+    which needs user namespaces for an ordinary user, under a memory cgroup that needs root
+    and a writable cgroup file system; either missing fails the first episode, so say it here.
+    """
+    import subprocess
+
+    from worldtrace.collectors.web.browser import browser_uid
+    from worldtrace.sandboxes.cgroups import MemoryCapError, MemoryCgroup
+
+    name = "web browser confinement"
+    try:
+        MemoryCgroup("doctor", 64 * 2**20).remove(0)
+        uid = str(browser_uid())
+    except (MemoryCapError, OSError) as error:
+        return Check(name, False, str(error), "run as root on a machine with cgroups mounted")
+    as_the_browser = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+    probe = [*as_the_browser, "unshare", "--user", "--map-current-user", "true"]
+    result = subprocess.run(probe, capture_output=True, text=True, timeout=30)
+    if result.returncode != 0:
+        return Check(
+            name,
+            False,
+            f"an unprivileged user cannot make a user namespace: {result.stderr.strip()}",
+            "sysctl -w kernel.unprivileged_userns_clone=1 user.max_user_namespaces=15000",
+        )
+    return Check(name, True, f"memory cgroup and user namespaces for uid {uid}")
+
+
 def script_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Policy[Any]:
     """The ``script`` policy: a site task's steps, elements found by role and name."""
     if params:
@@ -62,7 +93,9 @@ class WebCollector(Collector[WebConfig, WebTask]):
     policies = {"script": script_policy, "explore": explore_policy, "replay": replay_policy}
     read_only_actions = frozenset({"noop", "scroll", "hover", "mouse_move"})
     requirements = Requirements(
-        debian_packages=("chromium",), images=IMAGES, checks=(browser_check,)
+        debian_packages=("chromium",),
+        images=IMAGES,
+        checks=(browser_check, browser_confinement_check),
     )
 
     def make_environment(self, config: WebConfig) -> WebEnvironment:

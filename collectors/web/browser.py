@@ -15,6 +15,23 @@ TCP — it reaches the site and nothing else: not the host's ports, not the host
 not the outside world. Playwright's request routing (in the environment) stays as the second
 layer that records what was refused.
 
+Isolation of the browser itself (:data:`JAIL_SCRIPT`): pages the agent reaches are untrusted, so
+Chromium runs the way it is meant to, with its own sandbox on (renderers in user, PID and
+network namespaces of their own, under seccomp-bpf), and the browser process is confined too.
+The launch wrapper (run as root) puts itself in a memory cgroup of its own
+(:class:`worldtrace.sandboxes.cgroups.MemoryCgroup`, capped at ``memory_mb``, no swap), enters
+the network namespace, and starts a new mount, PID, IPC and UTS namespace in which it builds a
+small root: the system's ``/usr`` and ``/etc`` read-only, a few device nodes, a ``/proc`` of
+the new PID namespace, and a private ``/tmp`` (a tmpfs: the profile, ``HOME`` and Chromium's
+``org.chromium.Chromium.*`` temporary folders live there and vanish with the namespace, however
+the browser ends); no other host folder is visible. It then drops to :data:`BROWSER_UID`, an
+account-less unprivileged uid, with no capabilities and ``no_new_privs``, enters a user namespace
+of its own, and becomes Chromium (``exec``), which is PID 1 of its namespace: when it dies, the
+kernel ends every process it left. Playwright's pipes are inherited file descriptors, so they
+survive every step. When the pages' memory reaches the cap, the kernel kills the biggest process (a
+renderer: Chromium gives renderers the highest ``oom_score_adj``) and counts it;
+:meth:`ThreadBrowser.over_memory_cap` then turns the crash into a reason saying so.
+
 No call into a page may hang a worker: Playwright gives ``evaluate``, key presses and mouse
 events no timeout, so every step runs under :func:`deadline`, a watchdog that kills the
 thread's browser (its whole process group) when the step overruns; the blocked Playwright call
@@ -33,6 +50,7 @@ import contextlib
 import heapq
 import itertools
 import os
+import pwd
 import shlex
 import shutil
 import signal
@@ -47,6 +65,7 @@ from pathlib import Path
 
 from playwright.sync_api import Browser, Playwright, sync_playwright
 
+from worldtrace.sandboxes.cgroups import MemoryCapError, MemoryCgroup
 from worldtrace.sandboxes.websites import BROWSER_HOST_RULES, BrowserNetwork
 from worldtrace.schemas.errors import SetupError
 
@@ -54,8 +73,8 @@ CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "/usr/bin/chromium")
 """Where Debian puts the browser; ``/usr/bin/chromium`` is a shell wrapper around the first."""
 
 CHROMIUM_FLAGS = (
+    # No --no-sandbox: the browser runs unprivileged (see JAIL_SCRIPT) with its sandbox on.
     # Without these a headless browser on a closed network waits on services it cannot reach.
-    "--no-sandbox",
     "--disable-gpu",
     "--disable-background-networking",
     "--disable-component-update",
@@ -75,6 +94,82 @@ CHROMIUM_FLAGS = (
 
 CLOSE_TIMEOUT_S = 10.0
 """How long closing a browser may take before it is killed instead."""
+
+DEFAULT_MEMORY_MB = 2048
+"""Memory cap of one browser, all its processes and its private ``/tmp`` together (MiB)."""
+
+BROWSER_UID = 61184
+"""The uid (and gid) the browser runs as: no account has it (the first id of the range systemd
+keeps for dynamic service users), so it owns no file on the host and can read only what every
+user may. A machine where an account holds it gets a clear error instead of a browser."""
+
+BROWSER_ACCOUNT = "worldtrace-browser"
+"""The one account name allowed to hold :data:`BROWSER_UID` (an administrator's choice)."""
+
+JAIL_ROOT_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+"""Host folders the browser sees, read-only (symbolic links, as merged ``/usr`` has, copied);
+with the font cache (:data:`JAIL_OPTIONAL_DIRS`) that is all of the host it sees."""
+
+JAIL_OPTIONAL_DIRS = ("/var/cache/fontconfig",)
+"""Shown read-only when present: without the cache, every launch would rebuild it."""
+
+JAIL_DEVICES = ("null", "zero", "full", "random", "urandom")
+"""Device nodes the browser gets in its ``/dev`` (bound from the host's)."""
+
+PASSED_ENVIRONMENT = ("TZ", "LANG", "LANGUAGE")
+"""The only variables of ours the browser inherits (with ``LC_*``): what changes how a page
+renders (time zone, locale); never tokens or paths of the host."""
+
+JAIL_SCRIPT = r"""# The browser's jail, built as root inside new mount, PID, IPC and UTS
+# namespaces (this shell is PID 1 of the new PID namespace until it execs Chromium).
+# $1: mount point of the jail's root, $2: the browser's uid and gid, $3: size of /tmp and
+# /dev/shm in MiB, $4: folders shown read-only (space-separated), then the browser's argv.
+set -eu
+root=$1 uid=$2 tmp_mb=$3 shown=$4
+shift 4
+mount -t tmpfs -o mode=0755,nosuid,nodev,size=1m browser-root "$root"
+cd "$root"
+for path in $shown; do
+    if [ -L "$path" ]; then
+        ln -s "$(readlink "$path")" ".$path"
+    elif [ -d "$path" ]; then
+        mkdir -p ".$path"
+        mount --bind -o ro,nosuid,nodev "$path" ".$path"
+    fi
+done
+mkdir dev proc tmp .old
+for device in DEVICES; do
+    touch "dev/$device"
+    mount --bind "/dev/$device" "dev/$device"
+done
+ln -s /proc/self/fd dev/fd
+ln -s /proc/self/fd/0 dev/stdin
+ln -s /proc/self/fd/1 dev/stdout
+ln -s /proc/self/fd/2 dev/stderr
+mkdir dev/shm
+mount -t tmpfs -o mode=1777,nosuid,nodev,size="$tmp_mb"m browser-shm dev/shm
+mount -t proc -o nosuid,nodev,noexec proc proc
+mount -t tmpfs -o mode=1777,nosuid,nodev,size="$tmp_mb"m browser-tmp tmp
+# pivot_root, not chroot: a chrooted process may not make user namespaces, which Chromium's
+# sandbox needs; and the host's tree is detached, not just out of sight.
+pivot_root . .old
+cd /
+umount -l /.old
+rmdir /.old
+mkdir -m 0700 /tmp/home /tmp/profile
+chown "$uid:$uid" /tmp/home /tmp/profile
+mount -o remount,ro,bind /
+# Playwright names a profile folder in its own /tmp; the browser's is /tmp/profile.
+for arg; do
+    shift
+    case $arg in --user-data-dir=*) arg=--user-data-dir=/tmp/profile ;; esac
+    set -- "$@" "$arg"
+done
+export HOME=/tmp/home TMPDIR=/tmp
+exec setpriv --reuid="$uid" --regid="$uid" --clear-groups --no-new-privs \
+    --bounding-set=-all --inh-caps=-all -- unshare --user --map-current-user -- "$@"
+""".replace("DEVICES", " ".join(JAIL_DEVICES))
+"""Builds the browser's root and starts it unprivileged (see the module's docstring)."""
 
 
 class BrowserUnavailable(SetupError, RuntimeError):
@@ -111,19 +206,51 @@ class ThreadBrowser:
     browser: Browser
     network: BrowserNetwork
     pid: int
-    """The browser's main process, leader of its process group (renderers and helpers)."""
+    """The launcher (``unshare``, root, in the host's PID namespace), leader of the process
+    group of the browser and its renderers and helpers; the browser is its only child."""
     folder: Path
-    """Holds the launch wrapper and its pid file."""
+    """Holds the launch wrapper, the jail script, its pid file and the jail's mount point."""
+    cgroup: MemoryCgroup
+    """The memory cgroup every process of the browser runs in, capped at ``memory_mb``."""
+    memory_mb: int
+    """The memory cap (MiB)."""
+    main_pid: int | None = field(default=None)
+    """Chromium's main process (PID 1 of the browser's PID namespace), if it was found."""
     killed: str | None = field(default=None)
     """Why the browser was killed (a step overran, the run was interrupted), else None."""
+    oom_kills_seen: int = field(default=0)
+    """Memory-cap kills already accounted for (before the current episode)."""
 
     def alive(self) -> bool:
-        """Whether the browser was neither killed nor lost (cheap: no call to anything)."""
-        return self.killed is None and self.browser.is_connected()
+        """Whether the browser was neither killed nor lost (cheap: no call to the browser).
+
+        Chromium's own process is asked too: when it dies, Playwright hears of it only once
+        the launcher, which holds the other end of its pipes, has seen the whole PID namespace
+        go (up to a second on a busy machine).
+        """
+        return (
+            self.killed is None
+            and self.browser.is_connected()
+            and (self.main_pid is None or _running(self.main_pid))
+        )
 
     def usable(self) -> bool:
         """Whether the browser can take another episode (asks Docker about its network)."""
         return self.alive() and self.network.alive()
+
+    def over_memory_cap(self) -> str | None:
+        """Why a process of the browser died, if the memory cap killed one this episode.
+
+        The kernel counts every process it kills in the browser's cgroup for reaching the cap;
+        a crash with no such kill is not the cap's doing (None).
+        """
+        if self.cgroup.oom_kills() <= self.oom_kills_seen:
+            return None
+        return f"the page exceeded the browser's memory cap ({self.memory_mb} MiB)"
+
+    def start_episode(self) -> None:
+        """Account for earlier memory-cap kills, so they are not blamed on the next page."""
+        self.oom_kills_seen = self.cgroup.oom_kills()
 
     def kill(self, reason: str) -> None:
         """Kill the browser's processes now, from any thread; its pending calls then fail."""
@@ -132,9 +259,12 @@ class ThreadBrowser:
             if self not in _launched or self.killed is not None:
                 return
             self.killed = reason
-        # Playwright starts the browser in a process group of its own (pgid = pid).
+        # Playwright starts the browser in a process group of its own (pgid = pid); the
+        # cgroup holds whatever left the group. The browser is PID 1 of its namespace: its
+        # death ends everything in it.
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.pid, signal.SIGKILL)
+        self.cgroup.kill()
 
 
 _launched: set[ThreadBrowser] = set()
@@ -148,21 +278,24 @@ _local = threading.local()
 def _remove_launch_folders() -> None:
     # Playwright's driver exits when our end of its stdin pipe closes and takes its browser with
     # it, whichever thread started it; the namespaces' holders are sandboxes, removed at exit
-    # like every other. What is left is the launch wrappers' folders.
+    # like every other. What is left is the launch wrappers' folders and the memory cgroups.
     with _launched_lock:
         entries = list(_launched)
     for entry in entries:
+        entry.cgroup.kill()
+        entry.cgroup.remove(2.0)
         shutil.rmtree(entry.folder, ignore_errors=True)
 
 
-def thread_browser() -> ThreadBrowser:
-    """Return this thread's browser, launching it (and its network) when it has none.
+def thread_browser(memory_mb: int = DEFAULT_MEMORY_MB) -> ThreadBrowser:
+    """Return this thread's browser for a new episode, launching it when it has none.
 
-    A new one replaces a browser that crashed or was killed, or whose network reached its
-    wall-clock limit.
+    A new one replaces a browser that crashed or was killed, whose network reached its
+    wall-clock limit, or whose memory cap is not ``memory_mb``.
     """
     current: ThreadBrowser | None = getattr(_local, "browser", None)
-    if current is not None and current.usable():
+    if current is not None and current.usable() and current.memory_mb == memory_mb:
+        current.start_episode()
         return current
     if current is not None:
         _local.browser = None
@@ -174,40 +307,146 @@ def thread_browser() -> ThreadBrowser:
         except Exception as error:
             raise BrowserUnavailable(f"cannot start Playwright: {error}") from error
         _local.playwright = playwright
-    _local.browser = _launch(playwright)
+    _local.browser = _launch(playwright, memory_mb)
     return _local.browser
 
 
-def _launch(playwright: Playwright) -> ThreadBrowser:
+_PF_EXITING = 0x4
+"""The kernel's flag of a process that is being torn down (``flags`` in ``/proc/<pid>/stat``)."""
+
+
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """A process's state letter, parent pid and kernel flags; None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            fields = file.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0].decode(), int(fields[1]), int(fields[6])
+
+
+def _running(pid: int) -> bool:
+    # A killed PID 1 is not a zombie at once: it waits, exiting, for its namespace to empty.
+    stat = _stat(pid)
+    return stat is not None and stat[0] not in ("Z", "X") and not stat[2] & _PF_EXITING
+
+
+def _main_process(launcher: int, cgroup: MemoryCgroup) -> int | None:
+    """Chromium's main process: the launcher's one child in the browser's cgroup."""
+    for pid in cgroup.pids():
+        stat = _stat(pid)
+        if stat is not None and stat[1] == launcher:
+            return pid
+    return None
+
+
+def browser_uid() -> int:
+    """Return :data:`BROWSER_UID`, or raise if an account (other than ours) holds it."""
+    try:
+        account = pwd.getpwuid(BROWSER_UID).pw_name
+    except KeyError:
+        return BROWSER_UID
+    if account != BROWSER_ACCOUNT:
+        raise BrowserUnavailable(
+            f"uid {BROWSER_UID}, which the browser runs as, belongs to the account {account!r}: "
+            f"the browser would own that account's files (rename it {BROWSER_ACCOUNT!r} "
+            "if it exists only for the browser)"
+        )
+    return BROWSER_UID
+
+
+def _jail_command(network: BrowserNetwork, folder: Path, cgroup: MemoryCgroup) -> str:
+    """The launch wrapper Playwright runs: into the cgroup, the network, then the jail."""
+    binary = chromium_path()
+    shown = [*JAIL_ROOT_DIRS, *(path for path in JAIL_OPTIONAL_DIRS if Path(path).is_dir())]
+    if not any(binary.startswith(path + "/") for path in JAIL_ROOT_DIRS):
+        shown.append(str(Path(binary).parent))  # a browser installed elsewhere
+    (folder / "root").mkdir()
+    (folder / "jail.sh").write_text(JAIL_SCRIPT)
+    jail_args = [
+        str(folder / "root"),
+        str(browser_uid()),
+        str(cgroup.limit_bytes >> 20),
+        " ".join(shown),
+        binary,
+    ]
+    # `exec` keeps one pid from the shell to `unshare`, so the pid file names the launcher;
+    # --kill-child: the browser dies with it, whoever kills it.
+    return (
+        "#!/bin/sh\n"
+        f"echo $$ > {shlex.quote(str(folder / 'pid'))}\n"
+        f"echo $$ > {shlex.quote(str(cgroup.procs_file))} || exit 70\n"
+        f"exec nsenter --net={shlex.quote(network.path)} -- "
+        "unshare --mount --pid --ipc --uts --fork --kill-child --propagation private -- "
+        f"/bin/sh {shlex.quote(str(folder / 'jail.sh'))} "
+        f'{" ".join(shlex.quote(arg) for arg in jail_args)} "$@"\n'
+    )
+
+
+def _browser_environment() -> dict[str, str]:
+    passed = {
+        key: value
+        for key, value in os.environ.items()
+        if key in PASSED_ENVIRONMENT or key.startswith("LC_")
+    }
+    # The wrapper finds nsenter, unshare, mount and setpriv on this PATH.
+    return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **passed}
+
+
+def _remove_stale_folders() -> None:
+    """Remove launch folders of processes that died without removing them (SIGKILL)."""
+    for folder in Path(tempfile.gettempdir()).glob("worldtrace-browser-*-*"):
+        try:
+            pid = int(folder.name.split("-")[2])
+            os.kill(pid, 0)
+        except (ValueError, IndexError, PermissionError):
+            continue
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _launch(playwright: Playwright, memory_mb: int) -> ThreadBrowser:
     binary = chromium_path()
     if os.geteuid() != 0:
         raise BrowserUnavailable(
-            "the browser runs in a network namespace of its own, which needs root (nsenter)"
+            "the browser is confined in namespaces and a memory cgroup of its own and started "
+            "as an unprivileged user, which needs root (nsenter, unshare, cgroups)"
         )
-    # A network that cannot start is a sandbox failure (SandboxError): the episode is retried.
-    network = BrowserNetwork().start()
-    folder = Path(tempfile.mkdtemp(prefix="worldtrace-browser-"))
-    pid_file = folder / "pid"
-    wrapper = folder / "chromium"
-    # `exec` keeps one pid from the shell to Chromium, so the pid file names the browser.
-    wrapper.write_text(
-        "#!/bin/sh\n"
-        f"echo $$ > {shlex.quote(str(pid_file))}\n"
-        f'exec nsenter --net={shlex.quote(network.path)} -- {shlex.quote(binary)} "$@"\n'
-    )
-    wrapper.chmod(0o700)
+    _remove_stale_folders()
     try:
+        cgroup = MemoryCgroup("browser", memory_mb << 20)
+    except MemoryCapError as error:
+        raise BrowserUnavailable(str(error)) from None
+    # A network that cannot start is a sandbox failure (SandboxError): the episode is retried.
+    try:
+        network = BrowserNetwork().start()
+    except BaseException:
+        cgroup.remove(0)
+        raise
+    folder = Path(tempfile.mkdtemp(prefix=f"worldtrace-browser-{os.getpid()}-"))
+    wrapper = folder / "chromium"
+    try:
+        wrapper.write_text(_jail_command(network, folder, cgroup))
+        wrapper.chmod(0o700)
         browser = playwright.chromium.launch(
             executable_path=str(wrapper),
             headless=True,
             args=list(CHROMIUM_FLAGS),
             ignore_default_args=["--hide-scrollbars"],
+            chromium_sandbox=True,  # else Playwright adds --no-sandbox
+            env=_browser_environment(),
         )
     except Exception as error:
         network.close()
+        cgroup.kill()
+        cgroup.remove()
         shutil.rmtree(folder, ignore_errors=True)
+        if isinstance(error, BrowserUnavailable):
+            raise
         raise BrowserUnavailable(f"cannot launch {binary}: {error}") from error
-    entry = ThreadBrowser(browser, network, int(pid_file.read_text()), folder)
+    pid = int((folder / "pid").read_text())
+    main_pid = _main_process(pid, cgroup)
+    entry = ThreadBrowser(browser, network, pid, folder, cgroup, memory_mb, main_pid)
     with _launched_lock:
         _launched.add(entry)
     return entry
@@ -234,6 +473,10 @@ def _stop(entry: ThreadBrowser) -> None:
         entry.browser.close()
     with _launched_lock:
         _launched.discard(entry)
+    # Closed or not, nothing of the browser may outlive it (its jail's /tmp goes with it).
+    # The cgroup, not the process group: the launcher's pid may be reused once it is gone.
+    entry.cgroup.kill()
+    entry.cgroup.remove()
     entry.network.close()
     shutil.rmtree(entry.folder, ignore_errors=True)
 

@@ -32,12 +32,20 @@ from worldtrace.collectors.base import Environment, EnvironmentConfig, StepOutco
 from worldtrace.collectors.web.actions import ActionRefused, run_action
 from worldtrace.collectors.web.axtree import flatten_axtree
 from worldtrace.collectors.web.browser import (
+    DEFAULT_MEMORY_MB,
     ThreadBrowser,
     chromium_version,
     deadline,
     thread_browser,
 )
-from worldtrace.collectors.web.observation import TagsToMark, page_title, read_page, responsive
+from worldtrace.collectors.web.observation import (
+    FrameLoads,
+    TagsToMark,
+    page_state,
+    page_title,
+    read_page,
+    responsive,
+)
 from worldtrace.collectors.web.sites import site_definition
 from worldtrace.collectors.web.tasks import PageCheck, WebTask
 from worldtrace.sandboxes.websites import BrowserNetwork, start_site
@@ -59,12 +67,16 @@ READ_BUDGET_S = 60.0
 TITLE_TIMEOUT_MS = 2000
 """How long a tab's title may take to read; a tab busy longer shows no title."""
 
-TEXT_VERSION = "2"
+TEXT_VERSION = "3"
 """Version of what a web observation records. 1: every element marked, no visibility.
 2: BrowserGym's marking (``tags_to_mark``), elements' visibility (``visible`` marks), the
 browser clock started at ``clock_start``, pages laid out beside a classic scrollbar (as
-BrowserGym launches Chromium). In :meth:`WebEnvironment.describe`, so runs of the
-two versions are told apart."""
+BrowserGym launches Chromium). 3: pages read once settled by the page's own state (no
+navigation requested or loading, documents complete, no running animation, a still DOM: see
+``WebEnvironment._settle``), ``settle_waiting`` says what an unsettled read still awaited, and
+``goto`` refuses ``data:``, ``blob:``, ``javascript:``, ``file:`` and ``about:`` URLs other
+than ``about:blank``. In :meth:`WebEnvironment.describe`, so runs of the versions are told
+apart."""
 
 BROWSERGYM_REFERENCE = "browsergym-core==0.14.3"
 """The BrowserGym release whose marking and tree text the web domain reproduces (and is tested
@@ -95,6 +107,14 @@ class WebConfig(EnvironmentConfig):
     )
     site_startup_timeout_s: float = Field(
         default=90.0, gt=0, description="limit for the site's server to answer"
+    )
+    browser_memory_mb: int = Field(
+        default=DEFAULT_MEMORY_MB,
+        ge=256,
+        description=(
+            "memory cap of the browser, all its processes and its private /tmp together (MiB); "
+            "a page that reaches it has its renderer killed and ends the episode"
+        ),
     )
     tags_to_mark: TagsToMark = Field(
         default="standard_html",
@@ -169,6 +189,7 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
         self.context: BrowserContext | None = None
         self._page: Page | None = None
         self._cdp: dict[int, CDPSession] = {}
+        self._loads: dict[int, FrameLoads] = {}  # per page, beside its DevTools session
         self._inflight = 0
         self._last_network = 0.0
         self._events: dict[str, list[dict[str, Any]]] = _no_events()
@@ -196,17 +217,28 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
             page.bring_to_front()
 
     def check_url(self, url: str) -> None:
-        """Refuse (and record) navigation anywhere but the episode's site."""
-        if not self._allowed(url):
-            self._events["blocked"].append({"url": url, "reason": "off-site navigation"})
-            raise ActionRefused(f"navigation to {url!r} is blocked: only {self._origin()} is open")
+        """Refuse (and record) a ``goto`` anywhere but the episode's site and ``about:blank``.
+
+        Pages the site never served are refused too: ``data:`` and ``blob:`` pages (written by
+        the agent, they would run its script in the browser), ``javascript:``, ``file:``, and
+        ``about:`` pages other than ``about:blank`` (a world-model corpus of a site has little
+        use for them). The refusal is the action's error, as for any off-site URL.
+        """
+        if url == "about:blank" or self._on_site(url):
+            return
+        scheme = urlsplit(url).scheme.lower()
+        reason = "off-site navigation" if scheme in ("http", "https") else f"{scheme}: page"
+        self._events["blocked"].append({"url": url, "reason": reason})
+        raise ActionRefused(
+            f"navigation to {url!r} is blocked: only {self._origin()} (and about:blank) is open"
+        )
 
     # --- Environment --------------------------------------------------------------------------
 
     def reset(self, seed: int, task: WebTask | None) -> RawObservation:
         """Start a fresh site and context, open the start page (or the task's), observe it."""
         self.close()
-        browser = self.browser = thread_browser()
+        browser = self.browser = thread_browser(self.config.browser_memory_mb)
         self.site, start_path = self._start_site(self.config, browser.network)
         start_path = (task.start_path if task else None) or start_path
         limit_s = self.config.navigation_timeout_s + self.config.settle_cap_s + READ_BUDGET_S
@@ -374,6 +406,7 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
         self.browser = None
         self._page = None
         self._cdp.clear()
+        self._loads.clear()
         self._broken = None
         self._previous_state = None
         if self.site is not None:
@@ -385,14 +418,23 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
     def _origin(self) -> str:
         return self.site.origin if self.site else ""
 
-    def _allowed(self, url: str) -> bool:
-        if url.startswith(("data:", "blob:", "about:")):
-            return True
+    def _on_site(self, url: str) -> bool:
         parts = urlsplit(url)
         return f"{parts.scheme}://{parts.netloc}" == self._origin()
 
+    def _allowed(self, request: Request) -> bool:
+        """Whether a request the page made may go out: the site's, or an inline resource."""
+        url = request.url
+        if self._on_site(url):
+            return True
+        # Inline images and fonts (data:) and the site's own object URLs are the site's
+        # content; a document from them would be a page the site never served. (Chromium
+        # itself refuses top-frame data:, file: and about: navigations a page starts.)
+        inline = url.startswith("data:") or url.startswith(f"blob:{self._origin()}/")
+        return inline and request.resource_type != "document"
+
     def _guard(self, route: Route, request: Request) -> None:
-        if self._allowed(request.url):
+        if self._allowed(request):
             route.continue_()
             return
         self._events["blocked"].append(
@@ -424,7 +466,9 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
         )
 
     def _on_crash(self, page: Page) -> None:
-        self._broken = "renderer crashed"
+        # The kernel killed the renderer at the browser's memory cap: the page's doing.
+        over_cap = self.browser.over_memory_cap() if self.browser is not None else None
+        self._broken = f"renderer crashed: {over_cap}" if over_cap else "renderer crashed"
 
     def _on_request_start(self, request: Request) -> None:
         self._inflight += 1
@@ -438,6 +482,9 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
         """Why the browser can no longer be used, for the step's error."""
         if self.browser is not None and self.browser.killed is not None:
             return self.browser.killed
+        over_cap = self.browser.over_memory_cap() if self.browser is not None else None
+        if over_cap:
+            return f"browser closed: {over_cap}"
         detail = str(error.message).strip().splitlines()[0] if error is not None else ""
         return f"browser closed: {detail}" if detail else "browser closed"
 
@@ -461,36 +508,71 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
             return str(error.message).strip().splitlines()[0]
         return None
 
-    def _settle(self, cap_s: float) -> tuple[float, bool]:
-        """Wait for the page to load and the network to go quiet, up to the cap."""
+    def _settle(self, cap_s: float) -> tuple[float, bool, list[str]]:
+        """Wait until the page is done, up to the cap; return the time, whether, and for what.
+
+        Done means, all at once: the network quiet for ``quiet_ms``; no frame with a navigation
+        requested or a document loading (:class:`FrameLoads`, which sees the navigation a key
+        press or mouse click set off after Playwright's call returned); every readable document
+        ``complete``; no finite CSS animation or transition running (TiddlyWiki's story river
+        slides tiddlers in and out); and two reads of the page in a row with the same number of
+        elements (a page that removes what it animated out, a moment after). The last list
+        names what was still awaited at the cap (empty when settled).
+        """
         started = time.perf_counter()
         deadline = started + cap_s
         page = self.page
+        loads = self._loads_for(page)
         # a page that never finishes loading is observed as it is at the cap
         with contextlib.suppress(PlaywrightError):
             page.wait_for_load_state("load", timeout=cap_s * 1000)
         quiet_s = self.config.quiet_ms / 1000
-        settled = False
+        waiting = ["network"]
+        elements: int | None = None  # the element count of the last read that found it done
         while self._broken is None and not page.is_closed():
             now = time.perf_counter()
-            if self._inflight == 0 and now - self._last_network >= quiet_s:
-                settled = True
+            waiting = []
+            if self._inflight or now - self._last_network < quiet_s:
+                waiting.append("network")
+            if loads.navigating(now):
+                waiting.append("navigation")
+            if not waiting:
+                read_at = time.perf_counter()
+                remaining_ms = max(100.0, (deadline - read_at) * 1000)
+                state = page_state(self._cdp_for(page), remaining_ms)
+                # The read let queued tasks run: a navigation or request they started counts.
+                if loads.navigating():
+                    waiting.append("navigation")
+                elif self._inflight or self._last_network > read_at:
+                    waiting.append("network")
+                elif state is None:
+                    waiting.append("page")  # replaced while read, or busy past the cap
+                else:
+                    waiting += [
+                        reason
+                        for reason, holds in (
+                            ("loading", not state.ready),
+                            ("animations", state.animations > 0),
+                            ("navigation", state.navigating),
+                        )
+                        if holds
+                    ]
+                    if not waiting and elements != state.elements:
+                        waiting.append("dom")  # done once this count holds for one more read
+                        elements = state.elements
+            if not waiting:
                 break
-            if now >= deadline:
+            if waiting != ["dom"]:
+                elements = None  # start the count over once the rest is done again
+            if time.perf_counter() >= deadline:
                 break
             try:
-                page.wait_for_timeout(25)  # lets Playwright deliver the network events
+                page.wait_for_timeout(25)  # lets Playwright deliver the network and page events
             except PlaywrightError:
                 break
-        # A click that navigates returns before the new document exists, so the first load
-        # wait may have seen the old one; the quiet network is the new one's, now loaded.
-        remaining_ms = max(0.0, deadline - time.perf_counter()) * 1000
-        if settled and remaining_ms > 0 and not page.is_closed():
-            try:
-                page.wait_for_load_state("load", timeout=remaining_ms)
-            except PlaywrightError:
-                settled = False
-        return time.perf_counter() - started, settled
+        if page.is_closed() or self._broken is not None:
+            waiting = waiting or ["page"]
+        return time.perf_counter() - started, not waiting, waiting
 
     def _title(self, page: Page) -> str:
         # Over DevTools with a timeout: page.title() waits forever on a tab whose JavaScript
@@ -505,8 +587,14 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
     def _cdp_for(self, page: Page) -> CDPSession:
         key = id(page)
         if key not in self._cdp:
-            self._cdp[key] = self.page.context.new_cdp_session(page)
+            cdp = self._cdp[key] = self.page.context.new_cdp_session(page)
+            # From its first read on, the page's navigations are followed (see _settle).
+            self._loads[key] = FrameLoads(cdp)
         return self._cdp[key]
+
+    def _loads_for(self, page: Page) -> FrameLoads:
+        self._cdp_for(page)
+        return self._loads[id(page)]
 
     def _observe(
         self, timing: dict[str, float], settle_cap_s: float | None = None
@@ -516,11 +604,14 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
         if self.page.is_closed():
             remaining = self.pages()
             self.activate(remaining[-1] if remaining else self.context.new_page())  # type: ignore[union-attr]
-        settle_s, settled = self._settle(settle_cap_s or self.config.settle_cap_s)
+        settle_s, settled, waiting = self._settle(settle_cap_s or self.config.settle_cap_s)
         page = self.page
         cdp = self._cdp_for(page)
         if self._broken is None and not responsive(cdp, self.config.settle_cap_s * 1000):
-            self._broken = (
+            # A crash while it was asked (its event may come later) is the reason, not the wait.
+            if self._broken is None and self.browser and self.browser.over_memory_cap():
+                self._on_crash(page)
+            self._broken = self._broken or (
                 f"page unresponsive: its JavaScript was busy for {self.config.settle_cap_s} s"
             )
         if self._browser_lost() or self._broken is not None:
@@ -551,6 +642,7 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
             "tree_nodes": len(nodes),
             "tree_truncated": truncated,
             "settled": settled,
+            "settle_waiting": waiting,
             "unchanged": unchanged,
             "events": self._events,
             "timing": {**timing, "settle_s": round(settle_s, 6), **content["timing"]},
@@ -573,9 +665,10 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
             "tree_nodes": 0,
             "tree_truncated": False,
             "settled": False,
+            "settle_waiting": ["page"],
             "unchanged": False,
-            "crashed": self._broken == "renderer crashed",
-            "unresponsive": self._broken is not None and self._broken != "renderer crashed",
+            "crashed": (self._broken or "").startswith("renderer crashed"),
+            "unresponsive": not (self._broken or "renderer crashed").startswith("renderer crashed"),
             "events": self._events,
             "timing": timing,
         }

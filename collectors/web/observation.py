@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -131,6 +132,120 @@ def page_title(cdp: CDPSession, timeout_ms: float) -> str:
     """The page's title ('' when it has none or does not answer within ``timeout_ms``)."""
     title = _call(cdp, "() => document.title", timeout_ms)
     return title if isinstance(title, str) else ""
+
+
+PAGE_STATE_SCRIPT = """async () => {
+  // First let the tasks the action queued run (on a starved renderer, the form submission an
+  // Enter planned is still a queued task when the key press returns): two message hops go
+  // behind them in the page's task queue. Message channels, not timers: the page's timers
+  // run on the installed episode clock.
+  for (let hop = 0; hop < 2; hop++) {
+    await new Promise((resolve) => {
+      const channel = new MessageChannel();
+      channel.port1.onmessage = () => { channel.port1.close(); resolve(); };
+      channel.port2.postMessage(0);
+    });
+  }
+  const state = { ready: true, animations: 0, elements: 0, navigating: false };
+  const look = (win) => {
+    let doc;
+    try { doc = win.document; doc.readyState; } catch (error) { return; }  // another origin
+    state.ready = state.ready && doc.readyState === "complete";
+    state.elements += doc.getElementsByTagName("*").length;
+    // A navigation the page intercepted (Navigation API) that has not finished.
+    if (win.navigation && win.navigation.transition) state.navigating = true;
+    for (const animation of doc.getAnimations()) {
+      if (animation.playState !== "running") continue;
+      const timing = animation.effect ? animation.effect.getComputedTiming() : null;
+      // An endless animation (a spinner) never ends: it cannot hold the page unsettled.
+      if (timing && Number.isFinite(timing.endTime)) state.animations += 1;
+    }
+    for (let index = 0; index < win.frames.length; index++) look(win.frames[index]);
+  };
+  look(window);
+  return state;
+}"""
+"""Reads whether the page is done: every readable document loaded, no finite CSS animation or
+transition running, no intercepted navigation under way, and how many elements it has."""
+
+
+@dataclass(frozen=True)
+class PageState:
+    """What :data:`PAGE_STATE_SCRIPT` read off the page."""
+
+    ready: bool
+    """Every readable document (top and same-origin frames) has readyState ``complete``."""
+    animations: int
+    """CSS animations and transitions (and Web Animations) still running, endless ones aside."""
+    elements: int
+    """Elements in the readable documents: two equal reads in a row mean the DOM stood still."""
+    navigating: bool
+    """A same-document navigation intercepted with the Navigation API has not finished."""
+
+
+def page_state(cdp: CDPSession, timeout_ms: float) -> PageState | None:
+    """Read :class:`PageState`; None if the page did not answer (it navigated, or was busy)."""
+    value = _call(cdp, PAGE_STATE_SCRIPT, timeout_ms)
+    if not isinstance(value, dict):
+        return None
+    return PageState(
+        ready=bool(value.get("ready")),
+        animations=int(value.get("animations") or 0),
+        elements=int(value.get("elements") or 0),
+        navigating=bool(value.get("navigating")),
+    )
+
+
+REQUEST_PATIENCE_S = 2.0
+"""How long a requested navigation that never starts loading (one the page cancelled) counts
+as pending."""
+
+
+class FrameLoads:
+    """Which frames of a page have a navigation requested or a document loading.
+
+    Kept from the page's own DevTools events on the environment's session, so it also sees
+    navigations Playwright's calls do not wait for (``keyboard.press``, ``mouse.click``): a
+    renderer-initiated navigation is announced (``Page.frameRequestedNavigation``) before its
+    request leaves, and a frame loads from ``Page.frameStartedLoading`` until
+    ``Page.frameStoppedLoading``.
+    """
+
+    def __init__(self, cdp: CDPSession) -> None:
+        self._requested: dict[str, float] = {}
+        self._loading: set[str] = set()
+        cdp.on("Page.frameRequestedNavigation", self._on_requested)
+        cdp.on("Page.frameStartedLoading", self._on_started)
+        for done in ("Page.frameStoppedLoading", "Page.frameDetached"):
+            cdp.on(done, self._on_stopped)
+        for moved in ("Page.frameNavigated", "Page.navigatedWithinDocument"):
+            cdp.on(moved, self._on_navigated)
+        send(cdp, "Page.enable")
+
+    def navigating(self, now: float | None = None) -> bool:
+        """Whether a frame has a navigation requested (recently) or a document loading."""
+        now = time.perf_counter() if now is None else now
+        for frame_id, since in list(self._requested.items()):
+            if now - since > REQUEST_PATIENCE_S:
+                del self._requested[frame_id]  # cancelled before it started
+        return bool(self._requested or self._loading)
+
+    def _on_requested(self, params: dict[str, Any]) -> None:
+        self._requested[str(params.get("frameId"))] = time.perf_counter()
+
+    def _on_started(self, params: dict[str, Any]) -> None:
+        frame_id = str(params.get("frameId"))
+        self._requested.pop(frame_id, None)
+        self._loading.add(frame_id)
+
+    def _on_stopped(self, params: dict[str, Any]) -> None:
+        frame_id = str(params.get("frameId"))
+        self._requested.pop(frame_id, None)
+        self._loading.discard(frame_id)
+
+    def _on_navigated(self, params: dict[str, Any]) -> None:
+        frame = params.get("frame") or {}
+        self._requested.pop(str(params.get("frameId") or frame.get("id")), None)
 
 
 def _frame_ids(cdp: CDPSession) -> list[str]:

@@ -40,6 +40,7 @@ META_FIELDS = (
     "tree_nodes",
     "tree_truncated",
     "settled",
+    "settle_waiting",
     "events",
     "timing",
 )
@@ -88,6 +89,13 @@ VOLATILE_PATTERNS: tuple[re.Pattern[str], ...] = (
     # Ages counted to the second from the server's clock (Trac: "Opened 0 seconds ago"), which
     # move with the wall time the episode's steps took.
     re.compile(r"\b\d+ seconds? ago\b"),
+    # The timeline link behind such an age (Trac: "timeline?from=2024-01-15T09%3A00%3A10Z
+    # &precision=second"): the time of day the server's clock gave a change made in the
+    # episode, seconds after the clock started. Only the time; the day stays.
+    re.compile(
+        r"(?<=/timeline\?from=\d{4}-\d\d-\d\dT)\d\d(?:%3A|:)\d\d(?:%3A|:)\d\d"
+        r"(?=[^&'\s]*&precision=second)"
+    ),
     # datasette's database summary: "3,736 rows in 6 tables, 614 rows in 10 hidden tables",
     # or "6 tables, 10 hidden tables" when its counting ran past its time limit (a loaded
     # server): the whole phrase, so both forms compare alike.

@@ -25,6 +25,7 @@ def test_run_checks_covers_every_item() -> None:
         *(f"python package {p}" for p in doctor.KEY_PACKAGES),
         *(f"debian package {p}" for p in doctor.debian_packages()),
         "web browser",
+        "web browser confinement",
         "docker engine",
         "base image",
         *(f"image {d.name}" for d in doctor._images()),
@@ -42,6 +43,7 @@ def test_run_checks_covers_every_item() -> None:
     assert checks["base image"].ok
     assert checks["web browser"].ok and checks["web browser"].detail.startswith("Chromium")
     assert checks["sandbox disks"].ok, checks["sandbox disks"]
+    assert checks["web browser confinement"].ok, checks["web browser confinement"]
 
 
 @pytest.mark.docker
