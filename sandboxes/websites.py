@@ -315,7 +315,11 @@ class RunningSite:
                     f"serving {url}; log tail:\n{self.logs(40)}"
                 )
             try:
-                status, body = self.get(self.definition.start_path, timeout=5)
+                # One request at a time, given what is left of the start: a slow first page
+                # (Trac compiling its templates on a loaded machine) answers late, and each
+                # probe given up on would still queue on the server ahead of the next.
+                wait_s = max(5.0, deadline - time.monotonic())
+                status, body = self.get(self.definition.start_path, timeout=wait_s)
                 if status == 200 and self.definition.ready_text in body:
                     return
                 last = f"HTTP {status} without {self.definition.ready_text!r}"
