@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from worldtrace.sandboxes.owners import pid_alive
 from worldtrace.schemas.errors import SetupError
 
 _counter = itertools.count()
@@ -88,16 +89,6 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_stale(parent: Path, kind: str) -> None:
     """Remove empty ``worldtrace-<kind>-<pid>-*`` groups under ``parent`` whose maker is gone."""
     for child in parent.glob(f"worldtrace-{kind}-*-*"):
@@ -105,7 +96,7 @@ def remove_stale(parent: Path, kind: str) -> None:
             pid = int(child.name.split("-")[-2])
         except ValueError:
             continue
-        if pid != os.getpid() and not _pid_alive(pid) and not _read(child / "cgroup.procs").split():
+        if pid != os.getpid() and not pid_alive(pid) and not _read(child / "cgroup.procs").split():
             with contextlib.suppress(OSError):
                 child.rmdir()
 

@@ -21,6 +21,7 @@ import socket
 import subprocess
 from pathlib import Path
 
+from worldtrace.sandboxes.owners import pid_alive
 from worldtrace.schemas.errors import SetupError
 
 DISK_ROOT_ENV = "WORLDTRACE_DISK_DIR"
@@ -119,13 +120,7 @@ def _owner_alive(folder: Path) -> bool:
         return False
     if host != socket.gethostname():
         return True  # another machine's disk on shared storage is not ours to judge
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid_alive(pid)
 
 
 def collect_orphans(in_use: set[str], root: Path | None = None) -> list[str]:

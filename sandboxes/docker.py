@@ -47,6 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from worldtrace.sandboxes import seccomp, view
 from worldtrace.sandboxes.clock import ClockError, SandboxClock, release_folder
 from worldtrace.sandboxes.disk import DiskError, SandboxDisk, collect_orphans
+from worldtrace.sandboxes.owners import pid_alive
 from worldtrace.schemas.errors import SetupError
 
 REMOVAL_SETTLE_S = 1.0
@@ -826,12 +827,9 @@ def owner_alive(labels: dict[str, str]) -> bool:
     if labels.get(OWNER_HOST_LABEL) != socket.gethostname():
         return True  # another machine's engine state is not ours to judge
     try:
-        os.kill(int(labels.get(OWNER_PID_LABEL, "0")), 0)
-    except (ProcessLookupError, ValueError):
+        return pid_alive(int(labels.get(OWNER_PID_LABEL, "0")))
+    except ValueError:
         return False
-    except PermissionError:
-        return True
-    return int(labels[OWNER_PID_LABEL]) > 0
 
 
 def gc(

@@ -66,6 +66,7 @@ from pathlib import Path
 from playwright.sync_api import Browser, Playwright, sync_playwright
 
 from worldtrace.sandboxes.cgroups import MemoryCapError, MemoryCgroup
+from worldtrace.sandboxes.owners import pid_alive
 from worldtrace.sandboxes.websites import BROWSER_HOST_RULES, BrowserNetwork
 from worldtrace.schemas.errors import SetupError
 
@@ -398,10 +399,9 @@ def _remove_stale_folders() -> None:
     for folder in Path(tempfile.gettempdir()).glob("worldtrace-browser-*-*"):
         try:
             pid = int(folder.name.split("-")[2])
-            os.kill(pid, 0)
-        except (ValueError, IndexError, PermissionError):
+        except (ValueError, IndexError):
             continue
-        except ProcessLookupError:
+        if not pid_alive(pid):
             shutil.rmtree(folder, ignore_errors=True)
 
 

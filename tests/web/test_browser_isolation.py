@@ -23,22 +23,11 @@ import pytest
 
 from tests.web.test_web_isolation import Listeners, attack_page
 from tests.web.test_web_isolation import listeners as listeners  # the fixture, shared
-from tests.web.web_test_pages import TestPages, bid, environment_on_pages, serve_test_pages, step
-from worldtrace.collectors.web.browser import chromium_path, close_thread_browser
+from tests.web.web_test_pages import TestPages, bid, environment_on_pages, step
+from worldtrace.collectors.web.browser import close_thread_browser
 from worldtrace.collectors.web.environment import WebConfig, WebEnvironment
 
 pytestmark = pytest.mark.docker
-
-try:
-    chromium_path()
-except RuntimeError as missing:  # pragma: no cover - setup installs chromium
-    pytest.skip(str(missing), allow_module_level=True)
-
-
-@pytest.fixture(scope="module")
-def pages() -> Iterator[TestPages]:
-    with serve_test_pages() as served:
-        yield served
 
 
 @pytest.fixture

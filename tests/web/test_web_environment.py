@@ -20,25 +20,12 @@ from tests.web.web_test_pages import (
     bid,
     environment_on_pages,
     find_bid,
-    serve_test_pages,
     step,
 )
 from worldtrace.collectors.web import WebCollector
 from worldtrace.collectors.web.actions import parse_action
 from worldtrace.collectors.web.axtree import flatten_axtree
-from worldtrace.collectors.web.browser import chromium_path
 from worldtrace.collectors.web.environment import WATCHDOG_GRACE_S, WebEnvironment
-
-try:
-    chromium_path()
-except RuntimeError as missing:  # pragma: no cover - setup installs chromium
-    pytest.skip(str(missing), allow_module_level=True)
-
-
-@pytest.fixture(scope="module")
-def pages() -> Iterator[TestPages]:
-    with serve_test_pages() as served:
-        yield served
 
 
 @pytest.fixture

@@ -15,24 +15,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.web.web_test_pages import TestPages, bid, environment_on_pages, serve_test_pages, step
+from tests.web.web_test_pages import TestPages, bid, environment_on_pages, step
 from worldtrace.collectors.web.axtree import flatten_axtree
-from worldtrace.collectors.web.browser import chromium_path
 from worldtrace.collectors.web.environment import WebEnvironment
-
-try:
-    chromium_path()
-except RuntimeError as missing:  # pragma: no cover - setup installs chromium
-    pytest.skip(str(missing), allow_module_level=True)
 
 RUNS = "<title>ran</title><script>document.title = 'ran'</script>"
 """A page that, if it ever runs, says so in its title."""
-
-
-@pytest.fixture(scope="module")
-def pages() -> Iterator[TestPages]:
-    with serve_test_pages() as served:
-        yield served
 
 
 @pytest.fixture

@@ -9,21 +9,13 @@ it set off has even started), read while the old page or a half-loaded new one w
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from tests.web.web_test_pages import TestPages, bid, environment_on_pages, serve_test_pages, step
+from tests.web.web_test_pages import TestPages, bid, environment_on_pages, step
 from worldtrace.collectors.web.actions import parse_action
 from worldtrace.collectors.web.axtree import flatten_axtree
-from worldtrace.collectors.web.browser import chromium_path
 from worldtrace.collectors.web.environment import WebConfig, WebEnvironment
 from worldtrace.collectors.web.tasks import resolve_step, site_url_of
-
-try:
-    chromium_path()
-except RuntimeError as missing:  # pragma: no cover - setup installs chromium
-    pytest.skip(str(missing), allow_module_level=True)
 
 
 def text_of(observation: dict) -> str:
@@ -45,12 +37,6 @@ def assert_final(env: WebEnvironment, observation: dict) -> dict:
     assert text_of(observation) == text_of(later)
     assert observation["settled"] is True and observation["settle_waiting"] == []
     return later
-
-
-@pytest.fixture(scope="module")
-def pages() -> Iterator[TestPages]:
-    with serve_test_pages() as served:
-        yield served
 
 
 def test_a_running_transition_is_waited_for_and_an_endless_one_is_not(pages: TestPages) -> None:
