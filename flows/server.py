@@ -466,9 +466,10 @@ def kill_temporary_api() -> None:
 
     It holds nothing of ours (runs are in their run directories), but at exit Prefect stops it
     gracefully and waits up to 5 s, most of the time a stopped command took to end (9 s after
-    SIGTERM at a load average of 29, 1 s of it the run's own stop). A command that was asked
-    to stop kills it instead. ``SubprocessASGIServer._instances`` is Prefect's registry of its
-    temporary servers (prefect is pinned: pyproject.toml).
+    SIGTERM at a load average of 29, 1 s of it the run's own stop), and its services, cancelled
+    mid-flush, printed pages of ``CancelledError`` tracebacks after the command's summary. A
+    command that was asked to stop kills it instead. ``SubprocessASGIServer._instances`` is
+    Prefect's registry of its temporary servers (prefect is pinned: pyproject.toml).
     """
     # Not imported means no temporary API was started (and importing it costs seconds).
     started = sys.modules.get("prefect.server.api.server")
@@ -479,21 +480,6 @@ def kill_temporary_api() -> None:
         if process is not None and process.poll() is None:
             process.kill()
             process.wait()
-
-
-def _temporary_api(line: str) -> str:
-    """Return ``line``, with the temporary local API's own logging kept off the screen.
-
-    Prefect runs that API in a subprocess writing to this command's stderr; when the command
-    stops (SIGTERM, Ctrl-C) it cancels the API's services mid-flush, which log pages of
-    ``CancelledError`` tracebacks after the command's summary. Its errors reach the command
-    as failed API calls anyway; ``--verbose`` (or the user's own setting) shows them.
-    """
-    from worldtrace.flows.logs import verbose
-
-    if not verbose():
-        os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
-    return line
 
 
 def select_api() -> str:
@@ -509,11 +495,11 @@ def select_api() -> str:
     try:
         state = _load_state()
     except (OSError, ValueError, TypeError) as error:
-        return _temporary_api(f"{EPHEMERAL_LINE}; cannot read {state_path()}: {error}")
+        return f"{EPHEMERAL_LINE}; cannot read {state_path()}: {error}"
     if state is None or not alive(state):
-        return _temporary_api(EPHEMERAL_LINE)
+        return EPHEMERAL_LINE
     if not healthy(state.api_url):
-        return _temporary_api(
+        return (
             f"Prefect: a temporary local API (the server at {state.url} does not answer: "
             "`worldtrace server status`)"
         )
