@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from worldtrace.collectors.swe.repos import IMAGES
+from worldtrace.collectors.swe.repos import IMAGES, image_definition
 from worldtrace.sandboxes.images import ensure_image
 
 
@@ -16,3 +16,11 @@ def swe_images() -> dict[str, str]:
     hundred milliseconds when all are current.
     """
     return {definition.tag: ensure_image(definition) for definition in IMAGES}
+
+
+@pytest.fixture(scope="session")
+def toolz_image() -> str:
+    """The toolz repository image (the tests' task repository), built if its definition changed."""
+    definition = image_definition("toolz")
+    ensure_image(definition)
+    return definition.tag

@@ -22,23 +22,13 @@ import pytest
 from tests.collecting import episode_rewards
 from worldtrace.collectors.swe.environment import SweConfig, SweEnvironment
 from worldtrace.collectors.swe.policies import patch_hunks
-from worldtrace.collectors.swe.repos import image_definition
 from worldtrace.collectors.swe.tasks import SweTask, load_tasks
 from worldtrace.collectors.swe.tools import tool_call
-from worldtrace.sandboxes.images import ensure_image
 
 pytestmark = pytest.mark.docker
 
 TASK = "toolz-ebbb40c53b"
 TESTS = "toolz/tests/test_itertoolz.py"
-
-
-@pytest.fixture(scope="module")
-def image() -> str:
-    """The toolz image, built if its definition changed."""
-    definition = image_definition("toolz")
-    ensure_image(definition)
-    return definition.tag
 
 
 @pytest.fixture(scope="module")
@@ -48,9 +38,9 @@ def task() -> SweTask:
 
 
 @pytest.fixture
-def episode(image: str, task: SweTask) -> Iterator[SweEnvironment]:
+def episode(toolz_image: str, task: SweTask) -> Iterator[SweEnvironment]:
     """A fresh episode of the task: its bug applied, nothing done yet."""
-    environment = SweEnvironment(SweConfig(repo="toolz", image=image))
+    environment = SweEnvironment(SweConfig(repo="toolz", image=toolz_image))
     try:
         environment.reset(seed=0, task=task)
         yield environment
@@ -254,7 +244,7 @@ def test_a_new_module_in_the_package_is_part_of_the_change(
     [("attack", False, 0.0), ("attack-and-fix", True, 1.0)],
 )
 def test_a_replayed_attack_naming_the_task_is_judged_the_same(
-    tmp_path: Path, image: str, task: SweTask, name: str, fixed: bool, reward: float
+    tmp_path: Path, toolz_image: str, task: SweTask, name: str, fixed: bool, reward: float
 ) -> None:
     # The attack as anyone can replay it: `policy: {kind: replay, tasks: [NAME], ...}`.
     from worldtrace.flows.collect import run_collection

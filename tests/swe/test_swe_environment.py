@@ -21,10 +21,8 @@ import pytest
 
 from worldtrace.collectors.swe.environment import SweConfig, SweEnvironment
 from worldtrace.collectors.swe.render import SweRenderer
-from worldtrace.collectors.swe.repos import image_definition
 from worldtrace.collectors.swe.tools import tool_call
 from worldtrace.sandboxes.docker import Limits, SandboxError
-from worldtrace.sandboxes.images import ensure_image
 from worldtrace.schemas import Action
 
 pytestmark = pytest.mark.docker
@@ -35,11 +33,9 @@ TEST_ITERTOOLZ = "toolz/tests/test_itertoolz.py"
 
 
 @pytest.fixture(scope="module")
-def swe_image() -> str:
+def swe_image(toolz_image: str) -> str:
     """The toolz image, built if its definition (the driver included) changed."""
-    definition = image_definition("toolz")
-    ensure_image(definition)
-    assert definition.tag == IMAGE
+    assert toolz_image == IMAGE
     return IMAGE
 
 
