@@ -25,12 +25,14 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from worldtrace.collectors.requirements import Requirements
 from worldtrace.sandboxes.clock import DEFAULT_CLOCK_START
-from worldtrace.schemas import Action, EnvironmentRef, Observation, PolicyRef, Span
+from worldtrace.schemas import Action, EnvironmentRef, ModelUsage, Observation, PolicyRef, Span
 from worldtrace.schemas.raw import RawEpisode, RawObservation, RawStep
 from worldtrace.schemas.records import PolicyKind
 
 if TYPE_CHECKING:
     import click
+
+    from worldtrace.collectors.llm.policy import AgentPrompt
 
 
 class EnvironmentConfig(BaseModel):
@@ -98,6 +100,47 @@ class HistoryItem:
     error: str | None = None
 
 
+INVALID_REPLY = "invalid_reply"
+"""The action name of a model's reply that is no action of the domain. Its step is recorded
+with the reply as the action's text and the problem as its error, and the environment is not
+touched: the next observation is the one the model was shown."""
+
+
+@dataclass(frozen=True)
+class RejectedReply:
+    """What a model-driven policy returns for a reply that is not an action of the domain."""
+
+    reply: str
+    problem: str
+
+    def action(self) -> Action:
+        """The recorded action: the reply as the model wrote it."""
+        return Action(name=INVALID_REPLY, arguments={}, text=self.reply)
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """The model call behind a policy's last choice: what it cost, and the reply as sent."""
+
+    usage: ModelUsage
+    reply: dict[str, Any]
+
+
+class PolicyGaveUp(Exception):
+    """A policy cannot go on (too many unusable model replies in a row); the message says why.
+
+    The episode ends as ``truncated`` with that reason, keeping every step recorded.
+    """
+
+
+class ModelUnavailable(Exception):
+    """The model server did not answer after every retry (not the agent's doing).
+
+    The episode's attempt is set aside and the run stops, resumable: a resumed run collects
+    the episode again.
+    """
+
+
 class Environment(ABC, Generic[ConfigT, TaskT]):
     """A real environment: reset to a fresh state, step with actions, describe its versions."""
 
@@ -143,8 +186,28 @@ class Policy(ABC, Generic[TaskT]):
         """Prepare for a new episode; the default keeps no state."""
 
     @abstractmethod
-    def act(self, observation: RawObservation, history: Sequence[HistoryItem]) -> Action | None:
-        """Return the next action, or None when the policy is done."""
+    def act(
+        self, observation: RawObservation, history: Sequence[HistoryItem]
+    ) -> Action | RejectedReply | None:
+        """Return the next action, or None when the policy is done.
+
+        A model-driven policy returns a :class:`RejectedReply` for a reply that is no action
+        (recorded as an error, the environment untouched) and raises :class:`PolicyGaveUp`
+        when it cannot go on.
+        """
+
+    @property
+    def plans_as(self) -> str:
+        """The policy kind whose episode plans this policy plays (:meth:`Collector.plan`).
+
+        A policy plays its own kind's plans; a model pursuing the task library plays the
+        scripted ones.
+        """
+        return self.kind
+
+    def last_call(self) -> ModelCall | None:
+        """The model call behind the last :meth:`act` (None for policies without a model)."""
+        return None
 
     def describe(self) -> PolicyRef:
         """Return who this policy is."""
@@ -273,6 +336,18 @@ def replay_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Pol
     return ReplayPolicy([collector.parse_action(action) for action in actions])
 
 
+def llm_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Policy[Any]:
+    """The ``llm`` policy: a chat model behind an OpenAI-compatible endpoint chooses actions.
+
+    Its parameters are :class:`~worldtrace.collectors.llm.params.LLMParams`; the domain
+    presents itself to the model with :meth:`Collector.agent_prompt`.
+    """
+    from worldtrace.collectors.llm.params import LLMParams  # openai: only when used
+    from worldtrace.collectors.llm.policy import LLMPolicy
+
+    return LLMPolicy(collector, LLMParams.model_validate(params))
+
+
 class Collector(ABC, Generic[ConfigT, TaskT]):
     """A domain's entry in the registry: everything the rest of the pipeline asks of it."""
 
@@ -281,6 +356,7 @@ class Collector(ABC, Generic[ConfigT, TaskT]):
     policies: ClassVar[Mapping[str, PolicyFactory]] = {
         "script": script_policy,
         "replay": replay_policy,
+        "llm": llm_policy,
     }
     """The policy kinds the domain offers, each with its factory."""
     read_only_actions: ClassVar[frozenset[str]] = frozenset()
@@ -307,6 +383,13 @@ class Collector(ABC, Generic[ConfigT, TaskT]):
             f"the {self.domain} domain reads no action text; give actions as "
             "{name, arguments, text} objects"
         )
+
+    def agent_prompt(self) -> AgentPrompt:
+        """How the domain presents itself to a model (the ``llm`` policy).
+
+        Its system prompt, its tools or its action grammar, its stop words.
+        """
+        raise LookupError(f"the {self.domain} domain has no prompt for a model-driven policy")
 
     def make_policy(self, kind: str, params: dict[str, Any]) -> Policy[TaskT]:
         """Build a policy of ``kind`` with its parameters; the error lists the kinds offered."""
@@ -337,6 +420,8 @@ class Collector(ABC, Generic[ConfigT, TaskT]):
         environment: ConfigT,
     ) -> EpisodePlan[TaskT]:
         """Choose episode ``index``'s task: episodes cycle ``tasks``, or scripted ones the library.
+
+        ``policy_kind`` is the policy's :attr:`Policy.plans_as`.
 
         A policy of any kind that names tasks plays them: the episode is set up and evaluated
         as the task says, so a replayed (or model-driven) episode earns the task's reward like

@@ -17,7 +17,17 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import worldtrace
-from worldtrace.collectors.base import Environment, EpisodePlan, HistoryItem, Policy
+from worldtrace.collectors.base import (
+    Environment,
+    EpisodePlan,
+    HistoryItem,
+    ModelCall,
+    ModelUnavailable,
+    Policy,
+    PolicyGaveUp,
+    RejectedReply,
+    StepOutcome,
+)
 from worldtrace.collectors.recorder import EpisodeWriter, now_utc
 from worldtrace.collectors.size_caps import cap_observation, cap_step
 from worldtrace.sandboxes.docker import SandboxError
@@ -101,6 +111,9 @@ def run_episode(
         if isinstance(error, SandboxError):
             writer.abandon(f"sandbox failed during reset: {error}")
             raise
+        if isinstance(error, ModelUnavailable):
+            writer.abandon(f"the model did not answer: {error}")
+            raise
         writer.write_start(_start(writer, plan, policy, started_at, limits, None, None))
         return _seal_failed(writer, error, errors=0)
     observation, cuts = cap_observation(observation)
@@ -109,16 +122,30 @@ def run_episode(
     history: list[HistoryItem] = []
     errors = 0
     status: EpisodeStatus = "truncated"
+    closing_call: ModelCall | None = None  # the reply that ended the episode made no step
+    gave_up: str | None = None
     try:
         for step in range(limits.max_steps):
             if _stop.is_set():
                 raise _interrupt(writer)
-            action = policy.act(observation, history)
-            if action is None:
+            try:
+                choice = policy.act(observation, history)
+            except PolicyGaveUp as reason:
+                gave_up = str(reason)
+                break
+            call = policy.last_call()
+            if choice is None:
                 status = "completed"
+                closing_call = call
                 break
             step_started = now_utc()
-            outcome = env.step(action, limits.step_timeout_s)
+            if isinstance(choice, RejectedReply):
+                # Not an action: the environment is not touched and shows what it showed.
+                action = choice.action()
+                outcome = StepOutcome(observation=observation, latency_s=0.0, error=choice.problem)
+            else:
+                action = choice
+                outcome = env.step(action, limits.step_timeout_s)
             if _stop.is_set():
                 # The step may have ended because the stop removed its sandbox: not data.
                 raise _interrupt(writer)
@@ -136,6 +163,8 @@ def run_episode(
                     started_at=step_started,
                     latency_s=outcome.latency_s,
                     cut=cuts,
+                    usage=call.usage if call else None,
+                    reply=call.reply if call else None,
                 )
             )
             errors += error is not None
@@ -148,6 +177,10 @@ def run_episode(
         reward = env.evaluate(plan.task)
     except EpisodeInterrupted:
         raise
+    except ModelUnavailable as error:
+        # The model server's failure, not the agent's: collected again when the run resumes.
+        writer.abandon(f"the model did not answer: {error}")
+        raise
     except Exception as error:
         if _stop.is_set():
             raise _interrupt(writer) from None
@@ -156,8 +189,8 @@ def run_episode(
             writer.abandon(f"sandbox failed during the episode: {error}")
             raise
         return _seal_failed(writer, error, errors=errors)
-    _seal(writer, status, errors, reward)
-    return EpisodeResult(episode_id, status, writer.steps, errors, reward)
+    _seal(writer, status, errors, reward, gave_up, closing_call)
+    return EpisodeResult(episode_id, status, writer.steps, errors, reward, gave_up)
 
 
 def _raise_if_engine_lost(writer: EpisodeWriter, error: Exception) -> None:
@@ -199,6 +232,7 @@ def _seal(
     errors: int,
     reward: float | None,
     error: str | None = None,
+    closing_call: ModelCall | None = None,
 ) -> None:
     end = RawEnd(
         status=status,
@@ -207,6 +241,8 @@ def _seal(
         errors=errors,
         reward=reward,
         error=error,
+        usage=closing_call.usage if closing_call else None,
+        reply=closing_call.reply if closing_call else None,
     )
     writer.seal(end)
 

@@ -103,6 +103,7 @@ from worldtrace.curation.storage import (
 )
 from worldtrace.curation.tally import CountWritten
 from worldtrace.curation.writers import TransitionWriter
+from worldtrace.schemas.arrow import upgrade_episode_table
 from worldtrace.schemas.errors import InputError, SetupError
 from worldtrace.schemas.layouts import CorpusLayout, CorpusManifest
 
@@ -320,7 +321,7 @@ def _merge_quarantine(paths: _Paths) -> None:
 
 def _read_episodes(found: CurationInput) -> pa.Table:
     with found.folder.open(EPISODES_TABLE, "rb") as handle:
-        return pq.read_table(handle)
+        return upgrade_episode_table(pq.read_table(handle))
 
 
 def _merge_episodes(inputs: list[CurationInput]) -> pa.Table | None:

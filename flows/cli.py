@@ -225,7 +225,14 @@ def collect(
         typer.Option(help="folder holding run directories (a path or an fsspec URL)"),
     ] = None,
     policy: Annotated[
-        str | None, typer.Option(help="policy kind: script, explore or replay")
+        str | None, typer.Option(help="policy kind: script, explore, replay or llm")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(help="llm: the model id (same as policy.params.model)")
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(help="llm: the OpenAI-compatible endpoint (policy.params.base_url)"),
     ] = None,
     task: Annotated[
         list[str] | None,
@@ -271,10 +278,14 @@ def collect(
         "sandbox_host": sandbox_host,
     }
     overrides = {key: value for key, value in flags.items() if value is not None}
-    if policy is not None or task:
+    model_params = {
+        key: value for key, value in (("model", model), ("base_url", base_url)) if value
+    }
+    if policy is not None or task or model_params:
         overrides["policy"] = {
             **({"kind": policy} if policy else {}),
             **({"tasks": task} if task else {}),
+            **({"params": model_params} if model_params else {}),
         }
     if not normalize:
         overrides["normalize"] = False

@@ -26,7 +26,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from worldtrace.collectors.base import Environment
+from worldtrace.collectors.base import Environment, ModelUnavailable
 from worldtrace.collectors.episode import (
     EpisodeInterrupted,
     EpisodeLimits,
@@ -47,7 +47,7 @@ from worldtrace.normalizers import normalize_run
 from worldtrace.sandboxes import remote
 from worldtrace.sandboxes.docker import RUN_LABEL, SandboxError, docker_client, gc, labelled
 from worldtrace.sandboxes.engine import EngineLost, remove_left_behind, wait_for_engine
-from worldtrace.schemas.errors import ConfigError
+from worldtrace.schemas.errors import ConfigError, SetupError
 from worldtrace.schemas.layouts import RunLayout
 from worldtrace.schemas.storage import RemoteFolder, is_remote
 
@@ -61,6 +61,16 @@ class EngineGone(SandboxError):
 
     def __init__(self, episode_id: str) -> None:
         super().__init__(f"episode {episode_id}: the sandbox engine did not answer again")
+
+
+class ModelGone(SetupError):
+    """The model server did not answer an episode after every retry: the run stops, resumable.
+
+    The message names the episode, never what the model was sent.
+    """
+
+    def __init__(self, episode_id: str) -> None:
+        super().__init__(f"episode {episode_id}: the model server did not answer")
 
 
 class EpisodeSandboxFailed(SandboxError):
@@ -102,10 +112,10 @@ def collect_episode(
         return _stopped(episode_id)
     collector = get_collector(config.domain)
     env_config = collector.environment_config.model_validate(config.environment)
-    plan = collector.plan(
-        index, config.seed + index, config.policy.kind, config.policy.tasks, env_config
-    )
     policy = collector.make_policy(config.policy.kind, config.policy.params)
+    plan = collector.plan(
+        index, config.seed + index, policy.plans_as, config.policy.tasks, env_config
+    )
     recorder = RunRecorder(config.run_dir, config.identity())
     # A slot of this machine's and this domain's sandbox limits while the sandbox lives, where
     # such limits exist on a Prefect server (flows/slots.py); nothing at all otherwise.
@@ -132,6 +142,9 @@ def collect_episode(
                 return _stopped(episode_id)
             except EngineLost:
                 lost = True
+            except ModelUnavailable:
+                request_stop()  # the model server is down for every episode: stop them all
+                raise ModelGone(episode_id) from None
             except SandboxError as error:
                 raise EpisodeSandboxFailed(episode_id, f"{type(error).__name__}: {error}") from None
             finally:
@@ -202,7 +215,7 @@ def collect(
     pending = [i for i in range(config.episodes) if config.episode_id(i) not in sealed]
     episode_task = collect_episode.with_options(retries=retries)
     results: list[dict[str, Any]] = []
-    engine_gone = False
+    engine_gone = model_gone = False
     with collecting(), watching_the_server(local_dir):
         futures = {
             index: episode_task.submit(str(local_dir), config_sha256, index, sandbox_host)
@@ -217,6 +230,9 @@ def collect(
             except EngineGone:
                 engine_gone = True
                 results.append(_stopped(config.episode_id(index)))
+            except ModelGone:
+                model_gone = True
+                results.append(_stopped(config.episode_id(index)))
             except EpisodeSandboxFailed as failure:
                 if stop_requested():
                     results.append(_stopped(config.episode_id(index)))
@@ -229,6 +245,12 @@ def collect(
             f"the sandbox engine stopped answering and did not come back within "
             f"{ENGINE_WAIT_S:.0f} s; the unfinished episodes were set aside: run the same "
             "command again once it answers (`docker info`)"
+        )
+    if model_gone:
+        raise SetupError(
+            "the model server did not answer after every retry (see the log for its errors); "
+            "the unfinished episodes were set aside: run the same command again once it "
+            "answers (`worldtrace doctor --policy-config FILE` checks it)"
         )
     stopped = sum(r["status"] == "stopped" for r in results)
     results = [r for r in results if r["status"] != "stopped"]
@@ -280,10 +302,10 @@ def _seal_broken_episode(config: CollectConfig, index: int, reason: str) -> dict
     collector = get_collector(config.domain)
     recorder = RunRecorder(config.run_dir, config.identity())
     env_config = collector.environment_config.model_validate(config.environment)
-    plan = collector.plan(
-        index, config.seed + index, config.policy.kind, config.policy.tasks, env_config
-    )
     policy = collector.make_policy(config.policy.kind, config.policy.params)
+    plan = collector.plan(
+        index, config.seed + index, policy.plans_as, config.policy.tasks, env_config
+    )
     limits = EpisodeLimits(config.max_steps, config.step_timeout_s)
     writer = recorder.begin(config.episode_id(index))
     result = seal_after_retries(writer, plan, policy, limits, reason)

@@ -55,7 +55,8 @@ class PolicyConfig(BaseModel):
 
     kind: str = Field(
         default="script",
-        description="'script' (task library), 'explore' or 'replay'; the domain's kinds",
+        description="'script' (task library), 'explore', 'replay' or 'llm' (a chat model, "
+        "docs/llm-policy.md); the domain's kinds",
     )
     tasks: list[str] | None = Field(
         default=None,
@@ -121,8 +122,8 @@ class CollectConfig(BaseModel):
         try:
             collector = get_collector(self.domain)
             environment = collector.environment_config.model_validate(self.environment)
-            collector.make_policy(self.policy.kind, self.policy.params)
-            collector.plan(0, self.seed, self.policy.kind, self.policy.tasks, environment)
+            policy = collector.make_policy(self.policy.kind, self.policy.params)
+            collector.plan(0, self.seed, policy.plans_as, self.policy.tasks, environment)
         except LookupError as error:  # unknown domain or task: pydantic reports ValueErrors
             raise ValueError(error.args[0]) from None
         return self
@@ -236,4 +237,11 @@ def load_config(path: Path, overrides: dict[str, Any] | None = None) -> CollectC
     for section in ("environment", "policy"):
         if isinstance(data.get(section), dict) and section in (overrides or {}):
             merged[section] = {**data[section], **overrides[section]}  # type: ignore[index]
+    # --model and --base-url name single policy parameters: the file keeps the others.
+    policy = (overrides or {}).get("policy") or {}
+    file_params = (
+        (data.get("policy") or {}).get("params") if isinstance(data.get("policy"), dict) else None
+    )
+    if isinstance(file_params, dict) and "params" in policy:
+        merged["policy"]["params"] = {**file_params, **policy["params"]}
     return validate_config(merged)

@@ -9,9 +9,11 @@ Normalization reads only raw files, so it can be re-run at any time without coll
 
 from __future__ import annotations
 
-from worldtrace.collectors.base import Renderer
+from worldtrace.collectors.base import INVALID_REPLY, Renderer
 from worldtrace.schemas import (
+    Action,
     Episode,
+    ModelUsage,
     Observation,
     RecordError,
     Source,
@@ -60,7 +62,7 @@ def episode_records(
                     "task": start.task,
                     "policy": start.policy,
                     "observation": observation,
-                    "action": renderer.action(step.action),
+                    "action": _canonical_action(renderer, step.action),
                     "next_observation": next_observation,
                     "action_error": renderer.action_error(step),
                     "reward": reward,
@@ -68,6 +70,7 @@ def episode_records(
                     "truncated": step.truncated or (is_last and end.status == "truncated"),
                     "timing": Timing(started_at=step.started_at, step_latency_s=step.latency_s),
                     "source": source,
+                    "usage": step.usage,
                 }
             )  # type: ignore[arg-type]
         )
@@ -87,12 +90,39 @@ def episode_records(
             "started_at": start.started_at,
             "ended_at": end.ended_at,
             "error": end.error,
+            "usage": episode_usage(raw),
         }
     )
     return episode, transitions  # type: ignore[return-value]
 
 
 __all__ = ["MalformedEpisode", "RecordError", "episode_records"]
+
+
+def _canonical_action(renderer: Renderer, action: Action) -> Action:
+    """The domain's canonical action; a model reply that was no action stays as written."""
+    return action if action.name == INVALID_REPLY else renderer.action(action)
+
+
+def episode_usage(raw: RawEpisode) -> ModelUsage | None:
+    """The sum of an episode's model calls (the reply that ended it included), if it made any."""
+    calls = [step.usage for step in raw.steps if step.usage] + (
+        [raw.end.usage] if raw.end.usage else []
+    )
+    if not calls:
+        return None
+    costs = [call.cost_usd for call in calls if call.cost_usd is not None]
+    return ModelUsage(
+        model=calls[-1].model,
+        calls=sum(call.calls for call in calls),
+        prompt_tokens=sum(call.prompt_tokens for call in calls),
+        completion_tokens=sum(call.completion_tokens for call in calls),
+        cached_tokens=sum(call.cached_tokens for call in calls),
+        reasoning_tokens=sum(call.reasoning_tokens for call in calls),
+        latency_s=sum(call.latency_s for call in calls),
+        cost_usd=sum(costs) if costs else None,
+        trimmed_steps=max(call.trimmed_steps for call in calls),
+    )
 
 
 def _say_cuts(observation: Observation, cuts: tuple[Cut, ...]) -> Observation:

@@ -49,7 +49,7 @@ import pyarrow.parquet as pq
 from worldtrace.publishing.card import ALL_CONFIG, render_card
 from worldtrace.publishing.inspect import arrow_row_stats, summarize_stats
 from worldtrace.schemas import SCHEMA_VERSION, Episode, Transition, arrow_schema_of
-from worldtrace.schemas.arrow import upgrade_transition_table
+from worldtrace.schemas.arrow import upgrade_episode_table, upgrade_transition_table
 from worldtrace.schemas.errors import InputError
 from worldtrace.schemas.layouts import LAYOUT_VERSION, CorpusLayout
 from worldtrace.schemas.storage import RemoteFolder, is_remote, local_path
@@ -235,7 +235,9 @@ def _write_episodes(corpus_dir: Path, out: Path, stats: pa.Table) -> int:
     schema = arrow_schema_of(Episode)
     source = corpus_dir / "episodes.parquet"
     table = (
-        _conform(pq.read_table(source), schema, source) if source.exists() else schema.empty_table()
+        _conform(upgrade_episode_table(pq.read_table(source)), schema, source)
+        if source.exists()
+        else schema.empty_table()
     )
     if table.num_rows:
         table = table.sort_by([("episode_id", "ascending")])

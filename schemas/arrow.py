@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from worldtrace.schemas.records import (
     SCHEMA_VERSION,
     Curation,
+    Episode,
     ImageColumn,
     JsonColumn,
     Record,
@@ -215,8 +216,8 @@ def upgrade_transition_table(table: pa.Table) -> pa.Table:
     """Return a transitions table of an older schema in the current one's columns.
 
     Schema 1.0 had no ``curation`` column: its rows are all training targets. Schemas before
-    1.2 had no volatile spans: none are marked. Tables of the current schema are returned as
-    they are.
+    1.2 had no volatile spans: none are marked. Schemas before 1.3 had no ``usage``: null on
+    every row. Tables of the current schema are returned as they are.
     """
     if "id" not in table.column_names:
         return table
@@ -225,6 +226,11 @@ def upgrade_transition_table(table: pa.Table) -> pa.Table:
         field = schema.field("curation")
         default = Curation().model_dump(mode="json")
         table = table.append_column(field, pa.array([default] * table.num_rows, type=field.type))
+    whole_rows = set(schema.names) - {"usage", "curation"} <= set(table.column_names)
+    if "usage" not in table.column_names and whole_rows:  # not a reader's choice of columns
+        field = schema.field("usage")
+        position = table.column_names.index("curation")
+        table = table.add_column(position, field, pa.nulls(table.num_rows, type=field.type))
     for name in ("observation", "next_observation"):
         if name not in table.column_names:  # a reader may have read some columns only
             continue
@@ -233,3 +239,14 @@ def upgrade_transition_table(table: pa.Table) -> pa.Table:
             field = schema.field(name)
             table = table.set_column(position, field, _with_volatile_spans(table[name], field))
     return table
+
+
+def upgrade_episode_table(table: pa.Table) -> pa.Table:
+    """Return an episodes table of an older schema in the current one's columns.
+
+    Schemas before 1.3 had no ``usage``: null on every episode.
+    """
+    if "episode_id" not in table.column_names or "usage" in table.column_names:
+        return table
+    field = arrow_schema_of(Episode).field("usage")
+    return table.append_column(field, pa.nulls(table.num_rows, type=field.type))

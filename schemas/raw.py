@@ -20,7 +20,13 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from worldtrace.schemas.errors import InputError, validation_problems
-from worldtrace.schemas.records import Action, EnvironmentRef, EpisodeStatus, PolicyRef
+from worldtrace.schemas.records import (
+    Action,
+    EnvironmentRef,
+    EpisodeStatus,
+    ModelUsage,
+    PolicyRef,
+)
 
 RawObservation = dict[str, Any]
 """An observation as the environment returned it: JSON, in the domain's own shape."""
@@ -60,6 +66,27 @@ def _cuts() -> Any:
     )
 
 
+def _is_none(value: object) -> bool:
+    return value is None
+
+
+def _usage() -> Any:
+    return Field(
+        default=None,
+        exclude_if=_is_none,  # only a model-driven policy's events have one
+        description="a model-driven policy's call: tokens, model time, cost",
+    )
+
+
+def _reply() -> Any:
+    return Field(
+        default=None,
+        exclude_if=_is_none,
+        description="the model's reply as the server sent it: `content`, `tool_calls`, and "
+        "`reasoning` where the server returned a reasoning text",
+    )
+
+
 class RawStart(_Event):
     """The first line: who ran the episode, in which environment, and what it saw first."""
 
@@ -96,6 +123,8 @@ class RawStep(_Event):
     started_at: datetime
     latency_s: float = Field(ge=0)
     cut: tuple[Cut, ...] = _cuts()
+    usage: ModelUsage | None = _usage()
+    reply: dict[str, Any] | None = _reply()
 
 
 class RawEnd(_Event):
@@ -108,6 +137,9 @@ class RawEnd(_Event):
     errors: int = Field(ge=0)
     reward: float | None = Field(default=None, description="the task check's result")
     error: str | None = Field(default=None, description="why the episode did not complete")
+    usage: ModelUsage | None = _usage()
+    reply: dict[str, Any] | None = _reply()
+    """The reply that ended the episode (a stop word, no tool call), which made no step."""
 
 
 class RawAbandoned(_Event):

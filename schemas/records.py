@@ -17,9 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from worldtrace.schemas.errors import InputError, validation_problems
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 """1.1 added the ``curation`` column (training-target marks); 1.0 shards read as all targets.
-1.2 added ``observation.volatile`` (volatile spans); older shards read with none marked."""
+1.2 added ``observation.volatile`` (volatile spans); older shards read with none marked.
+1.3 added ``usage`` (a model policy's tokens, time and cost); older shards read with none."""
 
 DOMAINS: tuple[str, ...] = ("terminal", "swe", "mcp", "search", "web", "os", "android")
 """The seven domains of the design. A package may register another (see the registry)."""
@@ -88,6 +89,30 @@ class PolicyRef(Record):
     kind: PolicyKind
     name: str = Field(min_length=1)
     version: str = Field(min_length=1, description="policy version or model id")
+
+
+class ModelUsage(Record):
+    """What a model-driven policy spent: one call's, or (on an episode) the sum of its calls.
+
+    Tokens are the server's own ``usage`` counts (0 where it reported none); time is measured
+    by the policy around the request, retries included; the cost is computed from the
+    policy's configured ``prices`` and is null without them.
+    """
+
+    model: str = Field(min_length=1, description="the model id the server reported")
+    calls: int = Field(default=1, ge=0, description="model replies counted")
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    cached_tokens: int = Field(default=0, ge=0, description="prompt tokens served from cache")
+    reasoning_tokens: int = Field(default=0, ge=0, description="completion tokens spent thinking")
+    latency_s: float = Field(default=0.0, ge=0, description="model time, request to full reply")
+    cost_usd: float | None = Field(default=None, ge=0, description="null without prices")
+    trimmed_steps: int = Field(
+        default=0,
+        ge=0,
+        description="the episode's oldest steps left out of the prompt to fit its history "
+        "budget (for an episode: the most left out of any one prompt)",
+    )
 
 
 class Span(Record):
@@ -229,6 +254,11 @@ class Transition(Record):
     truncated: bool = False
     timing: Timing
     source: Source
+    usage: ModelUsage | None = Field(
+        default=None,
+        description="for a model-driven policy: the call that chose this action (tokens, "
+        "model time beside `timing.step_latency_s`, cost); null for other policies",
+    )
     curation: Curation = Field(
         default_factory=Curation,
         description="what curation decided: train on rows whose `curation.target` is true; the "
@@ -261,6 +291,11 @@ class Episode(Record):
     started_at: datetime
     ended_at: datetime
     error: str | None = Field(default=None, description="why the episode did not complete")
+    usage: ModelUsage | None = Field(
+        default=None,
+        description="for a model-driven policy: the sum over the episode's calls, the reply "
+        "that ended it included; null for other policies",
+    )
 
     @field_validator("ended_at")
     @classmethod

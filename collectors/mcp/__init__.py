@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from worldtrace.collectors.base import Collector, Policy, Renderer, replay_policy, script_policy
+from worldtrace.collectors.base import Collector, Policy, Renderer
 from worldtrace.collectors.mcp.environment import McpConfig, McpEnvironment, site_definition
 from worldtrace.collectors.mcp.render import McpRenderer
 from worldtrace.collectors.mcp.servers import IMAGE, SERVERS
@@ -42,7 +42,7 @@ class McpCollector(Collector[McpConfig, McpTask]):
 
     domain = "mcp"
     environment_config = McpConfig
-    policies = {"script": script_policy, "explore": explore_policy, "replay": replay_policy}
+    policies = {**Collector.policies, "explore": explore_policy}
     # Tools of the seven servers that only read; curation labels their no-ops.
     read_only_actions = frozenset(
         {

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from worldtrace.collectors.base import Collector, Policy, Renderer, replay_policy, script_policy
+from worldtrace.collectors.base import Collector, Policy, Renderer
 from worldtrace.collectors.os.actions import parse_action
 from worldtrace.collectors.os.environment import OsConfig, OsEnvironment
 from worldtrace.collectors.os.image_definition import IMAGE
@@ -44,7 +44,7 @@ class OsCollector(Collector[OsConfig, OsTask]):
 
     domain = "os"
     environment_config = OsConfig
-    policies = {"script": script_policy, "explore": explore_policy, "replay": replay_policy}
+    policies = {**Collector.policies, "explore": explore_policy}
     # Moving the pointer, waiting and the episode's end words change nothing on purpose (a
     # hover may show a tooltip, but that is not the action's aim); scrolling only moves the view.
     read_only_actions = frozenset({"moveTo", "WAIT", "DONE", "FAIL", "scroll"})

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from worldtrace.collectors.base import Collector, Policy, Renderer, replay_policy, script_policy
+from worldtrace.collectors.base import Collector, Policy, Renderer
 from worldtrace.collectors.requirements import Requirements
 from worldtrace.collectors.search.environment import SearchConfig, SearchEnvironment
 from worldtrace.collectors.search.image_definition import IMAGE
@@ -43,7 +43,7 @@ class SearchCollector(Collector[SearchConfig, SearchTask]):
 
     domain = "search"
     environment_config = SearchConfig
-    policies = {"script": script_policy, "explore": explore_policy, "replay": replay_policy}
+    policies = {**Collector.policies, "explore": explore_policy}
     # Searching and reading pages never change the state; dict_memory is one name for reads
     # and writes, so it is not listed (its failed writes are no-ops all the same).
     read_only_actions = frozenset({"web_search", "web_extractor"})

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from worldtrace.collectors.base import Collector, Policy, Renderer, replay_policy
+from worldtrace.collectors.base import Collector, Policy, Renderer
 from worldtrace.collectors.requirements import Requirements
 from worldtrace.collectors.swe.environment import SweConfig, SweEnvironment
 from worldtrace.collectors.swe.render import SweRenderer
@@ -50,7 +50,7 @@ class SweCollector(Collector[SweConfig, SweTask]):
 
     domain = "swe"
     environment_config = SweConfig
-    policies = {"script": oracle_policy, "explore": explore_policy, "replay": replay_policy}
+    policies = {**Collector.policies, "script": oracle_policy, "explore": explore_policy}
     read_only_actions = frozenset({"read_file", "search", "list_dir"})
     requirements = Requirements(images=IMAGES)
 

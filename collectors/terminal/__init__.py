@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from worldtrace.collectors.base import Collector, EpisodePlan, Policy, Renderer
 from worldtrace.collectors.requirements import Requirements
@@ -25,6 +25,9 @@ from worldtrace.collectors.terminal.workspace import workspace_setup
 from worldtrace.sandboxes.docker import require_image
 from worldtrace.sandboxes.images import ImageDefinition
 from worldtrace.schemas import Action
+
+if TYPE_CHECKING:
+    from worldtrace.collectors.llm.policy import AgentPrompt
 
 IMAGE = ImageDefinition("terminal", Path(__file__).parent / "image")
 """The sandbox image: bash, tmux, the usual command-line tools and the in-container driver."""
@@ -55,6 +58,12 @@ class TerminalCollector(Collector[TerminalConfig, TerminalTask]):
     def renderer(self) -> Renderer:
         """Screens as plain text, the shell's state in meta."""
         return TerminalRenderer()
+
+    def agent_prompt(self) -> AgentPrompt:
+        """The terminal's prompt for a model: the screen, key names, ``<wait Ns>``, ``DONE``."""
+        from worldtrace.collectors.terminal.prompt import AGENT_PROMPT
+
+        return AGENT_PROMPT
 
     def parse_action(self, action: str | dict[str, Any]) -> Action:
         """Read a replayed action: canonical text (``ls -l<Enter>``, ``<wait 5s>``) or object."""

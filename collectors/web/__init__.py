@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from worldtrace.collectors.base import Collector, Policy, Renderer, replay_policy
+from worldtrace.collectors.base import Collector, Policy, Renderer
 from worldtrace.collectors.requirements import Check, Requirements
 from worldtrace.collectors.web.actions import parse_action
 from worldtrace.collectors.web.environment import WebConfig, WebEnvironment
@@ -90,7 +90,7 @@ class WebCollector(Collector[WebConfig, WebTask]):
 
     domain = "web"
     environment_config = WebConfig
-    policies = {"script": script_policy, "explore": explore_policy, "replay": replay_policy}
+    policies = {**Collector.policies, "explore": explore_policy}
     read_only_actions = frozenset({"noop", "scroll", "hover", "mouse_move"})
     requirements = Requirements(
         debian_packages=("chromium",),
