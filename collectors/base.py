@@ -137,8 +137,12 @@ class ModelUnavailable(Exception):
     """The model server did not answer after every retry (not the agent's doing).
 
     The episode's attempt is set aside and the run stops, resumable: a resumed run collects
-    the episode again.
+    the episode again. ``status_code`` is the HTTP status of the last answer, if there was one.
     """
+
+    def __init__(self, message: str, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
 
 
 class Environment(ABC, Generic[ConfigT, TaskT]):

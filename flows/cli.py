@@ -137,12 +137,24 @@ def doctor(
             "--debian-packages", help="print the Debian packages setup installs, and nothing else"
         ),
     ] = False,
+    policy_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--policy-config",
+            help="a collection config (or its llm policy block): ask its model endpoint for "
+            "its model list, once, say whether the model answers, and check nothing else",
+        ),
+    ] = None,
 ) -> None:
     """Report what is installed, running and missing, with the command that fixes it."""
     from worldtrace.flows import doctor as checks_module
 
     if debian_packages:
         print(" ".join(checks_module.debian_packages()))
+        return
+    if policy_config is not None:
+        params = checks_module.policy_params(policy_config)
+        print(checks_module.check_policy_endpoint(params))
         return
     checks = checks_module.run_checks()
     Console().print(checks_module.render(checks))
@@ -327,7 +339,18 @@ def _exit_if_stopped() -> None:
 
 
 def _print_collection(summary: dict[str, Any]) -> None:
-    _summary("collection", summary)
+    rows = dict(summary)
+    usage = rows.pop("model_usage", None)
+    if usage is not None:  # an llm run's totals, short: four rows
+        rows["model_calls"] = f"{usage['calls']:,}"
+        rows["tokens"] = (
+            f"{usage['prompt_tokens']:,} prompt, {usage['completion_tokens']:,} completion, "
+            f"{usage['cached_tokens']:,} cached, {usage['reasoning_tokens']:,} reasoning"
+        )
+        rows["model_time"] = f"{usage['latency_s']:,.2f} s"
+        if usage["cost_usd"] is not None:
+            rows["cost"] = f"{usage['cost_usd']:,.6f} USD"
+    _summary("collection", rows)
     if summary.get("failed"):
         console.print(
             f"[yellow]{summary['failed']} episode(s) failed; they are kept and marked "
@@ -473,10 +496,10 @@ def publish(
 def inspect(
     path: Annotated[str, typer.Argument(help="corpus, published folder or hf://datasets/…")],
 ) -> None:
-    """Print rows, episodes, domains, environment versions, lengths and rates."""
-    from worldtrace.publishing.inspect import render, summarize
+    """Print rows, episodes, domains, environment versions, lengths, rates and model usage."""
+    from worldtrace.publishing.inspect import inspect_folder, render
 
-    for table in render(summarize(path)):
+    for table in render(inspect_folder(path)):
         Console().print(table)
 
 

@@ -44,6 +44,7 @@ from worldtrace.flows.server_watch import watching_the_server
 from worldtrace.flows.slots import sandbox_slot
 from worldtrace.flows.stopping import collecting
 from worldtrace.normalizers import normalize_run
+from worldtrace.publishing.inspect import usage_sum, usage_totals
 from worldtrace.sandboxes import remote
 from worldtrace.sandboxes.docker import RUN_LABEL, SandboxError, docker_client, gc, labelled
 from worldtrace.sandboxes.engine import EngineLost, remove_left_behind, wait_for_engine
@@ -274,6 +275,11 @@ def collect(
             "episodes": report.episodes,
             "quarantined": len(report.quarantined),
         }
+        if config.policy.kind == "llm":
+            # From the episodes the normalizer wrote (the whole run's, resumed ones included):
+            # only these numbers pass through Prefect, never what an episode produced.
+            episodes_table = RunLayout(config.run_dir).episodes_table
+            summary["model_usage"] = usage_sum(usage_totals(str(episodes_table)))
     if staged is not None:
         # Sealed episodes already there are kept as they are (another machine's, maybe).
         staged.upload_tree(exclude=("raw/partial/",), keep_existing=("raw/episodes/",))

@@ -18,13 +18,19 @@ import sys
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import yaml
 from rich.table import Table
 from rich.text import Text
 
 from worldtrace.collectors.registry import registered_collectors
 from worldtrace.collectors.requirements import Check
 from worldtrace.sandboxes.images import ImageDefinition
+from worldtrace.schemas.errors import ConfigError, SetupError, validation_problems
+
+if TYPE_CHECKING:
+    from worldtrace.collectors.llm.params import LLMParams
 
 # Python distributions whose versions matter to the pipeline.
 KEY_PACKAGES = (
@@ -302,6 +308,100 @@ def render(checks: list[Check]) -> Table:
         # Text(), not markup: details quote error messages, which may contain [brackets].
         table.add_row(mark, Text(check.name), Text(check.detail), Text(check.fix or ""))
     return table
+
+
+def policy_params(path: Path) -> LLMParams:
+    """Read the llm policy's parameters from a YAML file.
+
+    The file is a collection config (its ``policy`` block is read), a policy block
+    (``{kind: llm, params: {...}}``) or the ``params`` mapping alone. A bad file, another
+    policy kind or an invalid parameter is a :class:`ConfigError` naming it.
+    """
+    from pydantic import ValidationError
+
+    from worldtrace.collectors.llm.params import LLMParams  # openai: only when asked
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"policy config {path} does not exist") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path} is not valid YAML: {error}") from None
+    block = data.get("policy") if isinstance(data, dict) and "policy" in data else data
+    if not isinstance(block, dict):
+        raise ConfigError(f"{path} must hold a collection config, a policy block or its params")
+    where = "policy.params"
+    if "kind" in block or "params" in block:
+        if block.get("kind", "llm") != "llm":
+            raise ConfigError(
+                f"{path}: the policy is {block.get('kind')!r}; only an `llm` policy has an "
+                "endpoint to check"
+            )
+        block = block.get("params") or {}
+        if not isinstance(block, dict):
+            raise ConfigError(f"{path}: policy.params must be a mapping")
+    try:
+        return LLMParams.model_validate(block)
+    except ValidationError as error:
+        problems = validation_problems(error, where)
+        raise ConfigError(f"invalid {where} in {path}:\n  " + "\n  ".join(problems)) from None
+
+
+def check_policy_endpoint(params: LLMParams) -> str:
+    """Ask the endpoint for its model list, once; say whether the configured model answers.
+
+    Returns the line to print when it does. Raises :class:`SetupError` when the endpoint does
+    not answer or refuses the key (the fix is on the server's side or in the environment),
+    :class:`ConfigError` when the configured model is not among those it lists. No message
+    holds the key: only the name of the variable it is read from.
+    """
+    import os
+
+    from worldtrace.collectors.base import ModelUnavailable
+    from worldtrace.collectors.llm.client import ModelClient
+
+    url = params.base_url
+    key_env = params.api_key_env
+    key = os.environ.get(key_env) if key_env else None
+    # One request: a check that retried with backoff would take minutes to say "down".
+    client = ModelClient(params.model_copy(update={"max_retries": 0}))
+    try:
+        listed = client.models()
+    except ModelUnavailable as error:
+        if error.status_code in (401, 403):
+            sent = f"the key in ${key_env}" if key else f"no key (${key_env} is not set)"
+            if not key_env:
+                sent = "no key (policy.params.api_key_env is null)"
+            raise SetupError(
+                f"{url} refused {sent}: HTTP {error.status_code}; set the variable to a key "
+                "this endpoint accepts"
+            ) from None
+        detail = _redacted(str(error).removeprefix(f"{url}: "), key)
+        if error.status_code is not None:
+            raise SetupError(
+                f"{url} answered the model list with an error ({detail}); is base_url the "
+                "endpoint's OpenAI-compatible root (up to /v1)?"
+            ) from None
+        raise SetupError(
+            f"{url} does not answer ({detail}); start the model server, or fix "
+            "policy.params.base_url"
+        ) from None
+    if not listed:
+        raise SetupError(f"{url} lists no model; load one into the server")
+    shown = ", ".join(listed[:10]) + (f", … ({len(listed)} in all)" if len(listed) > 10 else "")
+    if params.model is None:
+        return f"ok: {listed[0]} answers at {url} (the first model it lists: {shown})"
+    if params.model not in listed:
+        raise ConfigError(
+            f"{url} does not list the model {params.model!r} (it lists: {shown}); set "
+            "policy.params.model to one of them, or leave it out for the first"
+        )
+    return f"ok: {params.model} answers at {url}"
+
+
+def _redacted(text: str, key: str | None) -> str:
+    """``text`` without the key in it (a server may quote what it was sent)."""
+    return text.replace(key, "***") if key else text
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import yaml
 from datasets import Image, List, Value
 from pydantic import BaseModel
 
-from worldtrace.publishing.inspect import DOMAIN_COLUMNS, domain_cells
+from worldtrace.publishing.inspect import DOMAIN_COLUMNS, USAGE_COLUMNS, domain_cells, usage_cells
 from worldtrace.schemas import SCHEMA_VERSION, Transition, features_of
 from worldtrace.schemas.records import JsonColumn
 
@@ -39,7 +39,16 @@ _FALLBACK_DESCRIPTIONS = {
     "source.origin": "`collected`, or `imported:<dataset>`",
     "source.collector_version": "worldtrace version that recorded the row",
     "source.licence": "licence of the row",
+    "usage.prompt_tokens": "prompt tokens the server counted for the call",
+    "usage.completion_tokens": "completion tokens the server counted for the call",
 }
+
+USAGE_TEXT = (
+    "What the model-driven episodes spent, per model and domain: the sums of the `usage` "
+    "column of `meta/episodes.parquet` (each episode's calls, the reply that ended it "
+    "included; a row's own call is its `usage`). Model time is the time to the full reply, "
+    "retries included; the cost is computed from the prices the run was given (`-` without)."
+)
 
 
 def configs(shards: dict[str, list[str]]) -> list[dict[str, Any]]:
@@ -164,18 +173,35 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def _usage_section(usage: list[dict[str, Any]]) -> list[str]:
+    """The card's "Model usage" lines (none when no episode was driven by a model)."""
+    if not usage:
+        return []
+    return [
+        "## Model usage",
+        "",
+        USAGE_TEXT,
+        "",
+        _table(list(USAGE_COLUMNS), [usage_cells(row) for row in usage]),
+        "",
+    ]
+
+
 def render_card(
     summary: dict[str, Any],
     shards: dict[str, list[str]],
     licence: str | None = None,
     name: str | None = None,
     curated: bool = True,
+    usage: list[dict[str, Any]] | None = None,
 ) -> str:
     """Return the full ``README.md`` text for a corpus described by ``summary``.
 
     ``summary`` is :func:`worldtrace.publishing.inspect.summarize`'s result over the published
     data, ``shards`` the shard file names of each domain; ``curated`` says whether the rows
-    went through ``worldtrace curate`` (the card says so).
+    went through ``worldtrace curate`` (the card says so); ``usage`` is
+    :func:`worldtrace.publishing.inspect.usage_totals` of the published episodes (a "Model
+    usage" section when it has any entry).
     """
     domains = list(summary["domains"])
     meta = front_matter(shards, licence, name, curated)
@@ -235,6 +261,7 @@ def render_card(
             [domain_cells(domain, row) for domain, row in sorted(summary["domains"].items())],
         ),
         "",
+        *_usage_section(usage or []),
         "## Environment versions",
         "",
         "Every environment version in the corpus (also in `meta/environments.json`).",
@@ -262,7 +289,10 @@ def render_card(
         _table(["field", "type", "description"], [list(row) for row in schema_rows()]),
         "",
         "Episode-level facts are in `meta/episodes.parquet` (an episode's `length` counts "
-        "its steps published here); `meta/schema.json` holds the "
+        "its steps published here; its `usage`, null for policies that are no model, sums the "
+        "model calls of the episode: `model`, `calls`, `prompt_tokens`, `completion_tokens`, "
+        "`cached_tokens`, `reasoning_tokens`, `latency_s`, `cost_usd`); `meta/schema.json` "
+        "holds the "
         "schema version and Arrow schema, `meta/manifest.json` the sha256 of every file.",
         "",
         "## Polars recipes",

@@ -47,7 +47,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from worldtrace.publishing.card import ALL_CONFIG, render_card
-from worldtrace.publishing.inspect import arrow_row_stats, summarize_stats
+from worldtrace.publishing.inspect import arrow_row_stats, summarize_stats, usage_totals
 from worldtrace.schemas import SCHEMA_VERSION, Episode, Transition, arrow_schema_of
 from worldtrace.schemas.arrow import upgrade_episode_table, upgrade_transition_table
 from worldtrace.schemas.errors import InputError
@@ -500,7 +500,10 @@ def publish_folder(
         stats = corpus_dir / "stats.json"
         if stats.exists():
             shutil.copyfile(stats, temp / "meta" / "curation_stats.json")
-        card = render_card(summary, shards, licence=licence, name=name, curated=curated)
+        usage = usage_totals(str(temp / "meta" / "episodes.parquet"))
+        card = render_card(
+            summary, shards, licence=licence, name=name, curated=curated, usage=usage
+        )
         (temp / "README.md").write_text(card)
         _write_json(temp / MANIFEST, manifest_of(temp, written.digests))
         validate_folder(temp, rows, full=full_validation)

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from rich.table import Table
 
 from worldtrace.schemas.errors import InputError
-from worldtrace.schemas.layouts import transition_glob
+from worldtrace.schemas.layouts import open_layout, transition_glob
 
 QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99)
 
@@ -274,4 +274,133 @@ def render(summary: dict[str, Any]) -> list[Table]:
             ", ".join(env["domains"]),
             f"{env['rows']:,}",
         )
-    return [overview, domains, environments]
+    tables = [overview, domains, environments]
+    if summary.get("usage"):
+        tables.append(render_usage(summary["usage"]))
+    return tables
+
+
+# What a model-driven policy spent (the ``usage`` column of the episodes table, schema 1.3).
+USAGE_SUMS: tuple[str, ...] = (
+    "calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "reasoning_tokens",
+)
+USAGE_COLUMNS: tuple[str, ...] = (
+    "model",
+    "domain",
+    "episodes",
+    "calls",
+    "prompt tokens",
+    "completion tokens",
+    "cached tokens",
+    "reasoning tokens",
+    "model time (s)",
+    "cost (USD)",
+)
+
+
+def episodes_table_of(path: str) -> str | None:
+    """Where the episodes table of a run, corpus or published folder is; None if it has none.
+
+    A single parquet file of transitions has no episodes table; an ``hf://`` dataset's is its
+    ``meta/episodes.parquet`` (read by polars when asked, like its shards).
+    """
+    if path.startswith("hf://"):
+        base = path.rstrip("/")
+        return None if base.endswith(".parquet") else f"{base}/meta/episodes.parquet"
+    local = Path(path)
+    if local.is_file():
+        return None
+    layout = open_layout(local)
+    table = layout.episodes_table
+    return str(table) if table.is_file() else None
+
+
+def usage_totals(episodes: str | pl.DataFrame | None) -> list[dict[str, Any]]:
+    """Return what the model-driven episodes spent, one dict per model and domain.
+
+    ``episodes`` is an episodes table (a parquet path or a frame with ``domain`` and
+    ``usage`` columns). Each dict holds ``model``, ``domain``, ``episodes`` (those with usage),
+    the :data:`USAGE_SUMS`, ``latency_s`` (model time) and ``cost_usd`` (None when no episode
+    had prices). An empty list when no episode has usage: tables of older schemas have no
+    ``usage`` column, and the other policies leave it null.
+    """
+    if episodes is None:
+        return []
+    frame = episodes.lazy() if isinstance(episodes, pl.DataFrame) else pl.scan_parquet(episodes)
+    if "usage" not in frame.collect_schema().names():
+        return []
+    usage = pl.col("usage")
+    cost = usage.struct.field("cost_usd")
+    totals = (
+        frame.filter(usage.is_not_null())
+        .group_by(usage.struct.field("model").alias("model"), "domain")
+        .agg(
+            pl.len().alias("episodes"),
+            *[usage.struct.field(name).sum().alias(name) for name in USAGE_SUMS],
+            usage.struct.field("latency_s").sum().alias("latency_s"),
+            # A sum of nothing but nulls is 0: an unpriced model's cost stays unknown.
+            pl.when(cost.is_not_null().any()).then(cost.sum()).alias("cost_usd"),
+        )
+        .sort("model", "domain")
+        .collect()
+    )
+    return totals.to_dicts()
+
+
+def usage_sum(totals: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return the sum of :func:`usage_totals`' entries over models and domains.
+
+    Keys: ``episodes``, the :data:`USAGE_SUMS`, ``latency_s`` and ``cost_usd`` (None when no
+    entry has a cost).
+    """
+    costs = [row["cost_usd"] for row in totals if row["cost_usd"] is not None]
+    return {
+        "episodes": sum(row["episodes"] for row in totals),
+        **{name: sum(row[name] for row in totals) for name in USAGE_SUMS},
+        "latency_s": sum(row["latency_s"] for row in totals),
+        "cost_usd": sum(costs) if costs else None,
+    }
+
+
+def usage_cells(row: dict[str, Any]) -> list[str]:
+    """Return one :func:`usage_totals` entry as table cells, in :data:`USAGE_COLUMNS` order."""
+    cost = row["cost_usd"]
+    return [
+        str(row["model"]),
+        str(row["domain"]),
+        f"{row['episodes']:,}",
+        *[f"{row[name]:,}" for name in USAGE_SUMS],
+        f"{row['latency_s']:,.2f}",
+        "-" if cost is None else f"{cost:,.6f}",
+    ]
+
+
+def render_usage(totals: list[dict[str, Any]]) -> Table:
+    """Return the "Model usage" table of :func:`usage_totals`' entries."""
+    table = Table(title="Model usage")
+    for index, column in enumerate(USAGE_COLUMNS):
+        table.add_column(column, justify="left" if index < 2 else "right")
+    for row in totals:
+        table.add_row(*usage_cells(row))
+    return table
+
+
+def inspect_folder(path: str) -> dict[str, Any]:
+    """Return :func:`summarize`'s result for ``path`` plus ``usage`` (:func:`usage_totals`).
+
+    The usage comes from the folder's episodes table (a run's or a corpus's
+    ``episodes.parquet``, a published folder's ``meta/episodes.parquet``).
+    """
+    summary = summarize(path)
+    table = episodes_table_of(str(path))
+    try:
+        summary["usage"] = usage_totals(table)
+    except (OSError, pl.exceptions.PolarsError):
+        if table is None or not table.startswith("hf://"):
+            raise
+        summary["usage"] = []  # a Hub dataset published without worldtrace's meta/
+    return summary

@@ -17,7 +17,8 @@ a dict:
 - ``{"drop": True}``: close the connection without answering.
 
 A reply may also be a function of the request body returning one of these. Every request is
-kept (``requests``: bodies; ``authorizations``: the ``Authorization`` headers).
+kept (``requests``: bodies; ``authorizations``: the ``Authorization`` headers), and every
+completion sent (``completions``).
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ class StandInModelServer:
         self.model = model
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str | None] = []
+        self.completions: list[dict[str, Any]] = []
+        """The chat completions sent, in order (their ``usage`` is what a test expects)."""
         self._replies = list(replies)
         self._then = then if then is not None else {"content": "DONE"}
         self._lock = threading.Lock()
@@ -141,7 +144,10 @@ class StandInModelServer:
                     error = {"error": {"message": reply.get("message", "stand-in error")}}
                     self._send(int(reply["status"]), error, dict(reply.get("headers") or {}))
                     return
-                self._send(200, server.completion(body, reply), {})
+                completion = server.completion(body, reply)
+                with server._lock:
+                    server.completions.append(completion)
+                self._send(200, completion, {})
 
         return Handler
 

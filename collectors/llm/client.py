@@ -126,13 +126,17 @@ class ModelClient:
         self._slots = endpoint_slots(params.base_url, params.concurrency)
         self._model = params.model
 
+    def models(self) -> list[str]:
+        """The ids of the models the endpoint lists (one request, retried)."""
+        return self._retrying(lambda: [model.id for model in self._client.models.list()])
+
     def model_id(self) -> str:
         """The configured model, or the first one the endpoint lists (asked once)."""
         if self._model is None:
-            models = self._retrying(lambda: list(self._client.models.list()))
+            models = self.models()
             if not models:
                 raise ModelUnavailable(f"{self.params.base_url} lists no model")
-            self._model = models[0].id
+            self._model = models[0]
         return self._model
 
     def complete(
@@ -185,12 +189,14 @@ class ModelClient:
             last = error.last_attempt.exception()
             attempts = error.last_attempt.attempt_number
             raise ModelUnavailable(
-                f"{self.params.base_url}: {_describe(last)} after {attempts} attempts"
+                f"{self.params.base_url}: {_describe(last)} after {attempts} attempts",
+                last.status_code if isinstance(last, openai.APIStatusError) else None,
             ) from None
         except openai.APIStatusError as error:  # the request itself was refused: no retry helps
             raise ModelUnavailable(
                 f"{self.params.base_url} refused the request: HTTP {error.status_code} "
-                f"({_server_message(error)})"
+                f"({_server_message(error)})",
+                error.status_code,
             ) from None
         except openai.OpenAIError as error:
             raise ModelUnavailable(f"{self.params.base_url}: {type(error).__name__}") from None

@@ -116,7 +116,7 @@ def test_scan_is_one_pushed_down_parquet_scan(folders: dict[str, Path]) -> None:
     plan = query.explain()
     assert plan.count("SCAN") == 1 and "UNION" not in plan, plan
     projected = re.search(r"PROJECT (\d+)/(\d+) COLUMNS", plan)
-    assert projected and projected.groups() == ("3", "17"), plan  # domain, action, next_obs
+    assert projected and projected.groups() == ("3", "18"), plan  # domain, action, next_obs
     assert re.search(r"SELECTION: .*col\(\"domain\"\)", plan), plan
     assert query.collect().to_dicts() == [
         {"action_name": "keys", "next_observation_text": pytest.approx(10.0)}

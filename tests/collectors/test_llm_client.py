@@ -1,0 +1,126 @@
+"""The model client, the history budget and the usage columns, without a sandbox.
+
+The client talks to the stand-in model server (tests/llm_server.py) through the real
+``openai`` library: these are the rules a run with many workers relies on.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from tests.llm_server import MODEL, StandInModelServer
+from worldtrace.collectors.base import ModelUnavailable
+from worldtrace.collectors.llm.client import ModelClient
+from worldtrace.collectors.llm.history import estimate_tokens, fit
+from worldtrace.collectors.llm.params import LLMParams, Prices
+from worldtrace.schemas import Episode, Transition, arrow_schema_of
+from worldtrace.schemas.arrow import upgrade_episode_table, upgrade_transition_table
+
+MESSAGES = [{"role": "user", "content": "hello"}]
+
+
+def _client(url: str, **params: Any) -> ModelClient:
+    return ModelClient(LLMParams(base_url=url, **params))
+
+
+def test_requests_in_flight_never_exceed_the_endpoints_concurrency() -> None:
+    in_flight, most = 0, 0
+    lock = threading.Lock()
+
+    def slow(body: dict[str, Any]) -> dict[str, Any]:
+        nonlocal in_flight, most
+        with lock:
+            in_flight += 1
+            most = max(most, in_flight)
+        time.sleep(0.3)
+        with lock:
+            in_flight -= 1
+        return {"content": "ok"}
+
+    with StandInModelServer(then=slow) as server:
+        # One bound per endpoint, shared by every client of it (a run's workers are threads).
+        clients = [_client(server.url, concurrency=2, model=MODEL) for _ in range(6)]
+        with ThreadPoolExecutor(6) as pool:
+            replies = list(pool.map(lambda client: client.complete(MESSAGES, []), clients))
+    assert [reply.content for reply in replies] == ["ok"] * 6
+    assert most == 2
+
+
+def test_a_429_is_retried_after_the_wait_the_server_asked_for() -> None:
+    replies = [{"status": 429, "headers": {"Retry-After": "1"}}, {"content": "ok"}]
+    times: list[float] = []
+
+    def timed(reply: dict[str, Any]) -> Any:
+        def answer(body: dict[str, Any]) -> dict[str, Any]:
+            times.append(time.monotonic())
+            return reply
+
+        return answer
+
+    with StandInModelServer([timed(reply) for reply in replies]) as server:
+        reply = _client(server.url, model=MODEL, max_retries=1).complete(MESSAGES, [])
+    assert reply.content == "ok"
+    assert times[1] - times[0] >= 1.0
+
+
+def test_a_refused_request_is_not_retried_and_says_what_the_server_said() -> None:
+    refused = {"status": 404, "message": "The model `nope` does not exist."}
+    with StandInModelServer([refused], then={"content": "never"}) as server:
+        with pytest.raises(ModelUnavailable, match=r"HTTP 404.*does not exist") as raised:
+            _client(server.url, model="nope", max_retries=5).complete(MESSAGES, [])
+        assert len(server.chat_requests()) == 1
+    assert raised.value.status_code == 404
+
+
+def test_the_model_defaults_to_the_first_one_the_endpoint_lists() -> None:
+    with StandInModelServer(model="served/by-vllm") as server:
+        client = _client(server.url)
+        assert client.model_id() == "served/by-vllm"
+        client.complete(MESSAGES, [])
+        assert server.chat_requests()[0]["model"] == "served/by-vllm"
+
+
+def test_usage_and_cost_come_from_the_servers_counts() -> None:
+    usage = {
+        "prompt_tokens": 1000,
+        "completion_tokens": 200,
+        "total_tokens": 1200,
+        "prompt_tokens_details": {"cached_tokens": 400},
+        "completion_tokens_details": {"reasoning_tokens": 50},
+    }
+    prices = Prices(prompt=2.0, completion=8.0, cached=0.5)
+    with StandInModelServer([{"content": "ok", "usage": usage}]) as server:
+        reply = _client(server.url, model=MODEL, prices=prices).complete(MESSAGES, [])
+    counted = reply.usage
+    assert (counted.prompt_tokens, counted.completion_tokens) == (1000, 200)
+    assert (counted.cached_tokens, counted.reasoning_tokens) == (400, 50)
+    assert counted.cost_usd == pytest.approx((600 * 2.0 + 400 * 0.5 + 200 * 8.0) / 1e6)
+
+
+def test_history_keeps_the_fixed_messages_and_the_latest_turns_that_fit() -> None:
+    fixed = [{"role": "system", "content": "s" * 70}, {"role": "user", "content": "task"}]
+    turns = [[{"role": "user", "content": f"{n}" * 700}] for n in range(5)]
+    budget = estimate_tokens(fixed) + 2 * estimate_tokens(turns[0]) + 10
+    prompt = fit(fixed, turns, budget)
+    assert prompt.messages == [*fixed, turns[3][0], turns[4][0]]
+    assert prompt.trimmed_turns == 3
+    assert fit(fixed, turns, 10**6).trimmed_turns == 0
+
+
+def test_shards_and_episode_tables_of_schema_1_2_read_with_no_usage() -> None:
+    transitions = arrow_schema_of(Transition)
+    older = pa.schema([field for field in transitions if field.name != "usage"])
+    table = upgrade_transition_table(older.empty_table())
+    assert table.schema.field("usage").type == transitions.field("usage").type
+    episodes = arrow_schema_of(Episode)
+    old_episodes = pa.schema([field for field in episodes if field.name != "usage"])
+    row = {field.name: None for field in old_episodes}
+    upgraded = upgrade_episode_table(pa.Table.from_pylist([row], schema=old_episodes))
+    assert upgraded.column("usage").to_pylist() == [None]
+    assert upgraded.schema.names == episodes.names

@@ -1,0 +1,254 @@
+"""The llm policy in the terminal domain, end to end, against a stand-in model server.
+
+The stand-in (tests/llm_server.py) is a real HTTP server speaking the chat-completions
+protocol, so the real ``openai`` client, our retries and our recording all run for real;
+the terminal sandbox is a real container. What is checked: replies become the actions and
+the rows say what each call cost; replies that are no action are recorded with the terminal
+untouched; the server's failures (429, 500, a timeout, a dropped connection) are retried and
+never become transitions; retries that run out stop the run resumable and the resumed run
+records every episode once; a planted API key reaches the server and no file the run wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+import yaml
+
+from tests.collecting import curate_and_publish, export_both, rows_of
+from tests.llm_server import MODEL, StandInModelServer
+from tests.prefect_server import client_env
+
+pytestmark = pytest.mark.usefixtures("terminal_image")
+
+TASK = "organize-downloads"
+KEY = "sk-planted-7f3c9a1e5b2d4068"
+
+
+def _collect(
+    tmp_path: Path,
+    server_url: str,
+    prefect_server: str,
+    params: dict[str, Any] | None = None,
+    run_name: str = "llm",
+    episodes: int = 1,
+    extra_env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """``worldtrace collect terminal --policy llm`` with a config file for the params."""
+    config = {
+        "domain": "terminal",
+        "episodes": episodes,
+        "max_steps": 8,
+        "out": str(tmp_path / "runs"),
+        "run_name": run_name,
+        "policy": {
+            "kind": "llm",
+            "tasks": [TASK],
+            "params": {"base_url": server_url, "max_retries": 2, **(params or {})},
+        },
+    }
+    path = tmp_path / f"{run_name}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    env = client_env(prefect_server) | {
+        "WORLDTRACE_LOG_DIR": str(tmp_path / "logs"),
+        **(extra_env or {}),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "worldtrace.flows.cli", "collect", "--config", str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def _raw_events(run_dir: Path) -> list[dict[str, Any]]:
+    (path,) = sorted((run_dir / "raw" / "episodes").glob("*.jsonl"))
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_replies_become_actions_and_rows_say_what_each_call_cost(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    replies = [
+        {
+            "content": "First I look around.\n```\nls ~/work/downloads<Enter>\n```",
+            "reasoning_content": "The folder is what the task is about.",
+        },
+        {"content": "cd ~/work/downloads && mkdir -p images docs data<Enter>"},
+    ]
+    with StandInModelServer(replies, then={"content": "DONE"}) as server:
+        result = _collect(
+            tmp_path,
+            server.url,
+            prefect_server,
+            {"model": MODEL},
+            extra_env={"OPENAI_API_KEY": KEY},
+        )
+        requests = server.chat_requests()
+        completions = list(server.completions)
+        authorizations = list(server.authorizations)
+    assert result.returncode == 0, result.stderr
+    assert set(authorizations) == {f"Bearer {KEY}"}  # the key went where it belongs
+    run_dir = tmp_path / "runs" / "llm"
+    rows = sorted(rows_of(run_dir, "terminal"), key=lambda row: row.step)
+    assert [row.action.text for row in rows] == [
+        "ls ~/work/downloads<Enter>",
+        "cd ~/work/downloads && mkdir -p images docs data<Enter>",
+    ]
+    assert all(row.policy.kind == "llm" and row.policy.version == MODEL for row in rows)
+    assert rows[0].policy.name.startswith("llm-")
+    # The model was shown the task, the domain's prompt and the screen the row records.
+    first = requests[0]["messages"]
+    assert first[0]["role"] == "system" and "<Enter>" in first[0]["content"]
+    assert "downloads" in first[1]["content"]
+    assert first[-1]["content"] == rows[0].observation.text
+    # The second request holds the first action and the screen after it.
+    second = requests[1]["messages"]
+    assert second[-2] == {"role": "assistant", "content": "ls ~/work/downloads<Enter>"}
+    assert second[-1]["content"] == rows[0].next_observation.text
+    assert "downloads" in rows[0].next_observation.text  # the listing of the folder
+
+    # Usage per row is what the server reported for that call; the episode adds the DONE.
+    reported = [
+        (sent["usage"]["prompt_tokens"], sent["usage"]["completion_tokens"]) for sent in completions
+    ]
+    for row, usage in zip(rows, reported, strict=False):
+        assert row.usage is not None and row.usage.model == MODEL
+        assert (row.usage.prompt_tokens, row.usage.completion_tokens) == usage
+        assert row.usage.latency_s > 0 and row.usage.cost_usd is None
+    episodes = pl.read_parquet(run_dir / "episodes.parquet").to_dicts()
+    (episode,) = episodes
+    assert episode["status"] == "completed" and episode["usage"]["calls"] == 3 == len(requests)
+    assert episode["usage"]["prompt_tokens"] == sum(p for p, _ in reported)
+    assert episode["usage"]["completion_tokens"] == sum(c for _, c in reported)
+    # The raw record keeps the reply as sent, reasoning included; the end keeps the DONE.
+    events = _raw_events(run_dir)
+    assert events[1]["reply"]["reasoning"] == "The folder is what the task is about."
+    assert events[-1]["reply"]["content"] == "DONE" and events[-1]["usage"]["calls"] == 1
+
+    dataset = curate_and_publish(run_dir, tmp_path, "terminal")
+    assert dataset.num_rows == 2 and dataset[0]["usage"]["model"] == MODEL
+    agentworld, _ = export_both(tmp_path / "dist", tmp_path / "exports", "terminal", dataset)
+    assert any("ls ~/work/downloads<Enter>" in json.dumps(row) for row in agentworld)
+
+    # ... and nowhere else: no record, raw file, export, log, config dump or Prefect database.
+    assert KEY not in result.stdout + result.stderr
+    caches = Path(os.environ["PREFECT_HOME"]).parent  # the session's Prefect server home too
+    leaks = [path for root in (tmp_path, caches) for path in _files(root) if _holds(path, KEY)]
+    assert leaks == []
+    assert any((tmp_path / "logs").iterdir()) and any(_files(caches))
+
+
+def _files(root: Path) -> list[Path]:
+    return [path for path in root.rglob("*") if path.is_file() and not path.is_symlink()]
+
+
+def _holds(path: Path, text: str) -> bool:
+    try:
+        return text.encode() in path.read_bytes()
+    except OSError:  # a socket or a file removed while we looked
+        return False
+
+
+def test_replies_that_are_no_action_leave_the_terminal_untouched_then_end_the_episode(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    replies = [{"content": "echo one<Enter>"}, {"content": ""}, {"content": "```\n\n```"}]
+    with StandInModelServer(replies, then={"content": "echo never<Enter>"}) as server:
+        result = _collect(tmp_path, server.url, prefect_server, {"max_invalid_replies": 2})
+        asked = len(server.chat_requests())
+    assert result.returncode == 0, result.stderr
+    run_dir = tmp_path / "runs" / "llm"
+    rows = sorted(rows_of(run_dir, "terminal"), key=lambda row: row.step)
+    assert [row.action.name for row in rows] == ["keys", "invalid_reply", "invalid_reply"]
+    assert asked == 3  # two unusable replies in a row: the model is not asked again
+    for row in rows[1:]:
+        assert row.action_error == "the reply holds no action"
+        assert row.next_observation.text == row.observation.text
+        assert row.timing.step_latency_s == 0 and row.usage is not None
+    assert rows[1].action.text == "" and rows[2].action.text == "```\n\n```"
+    (episode,) = pl.read_parquet(run_dir / "episodes.parquet").to_dicts()
+    assert episode["status"] == "truncated"
+    assert episode["error"] == "the model's last 2 replies in a row were no action"
+
+
+def test_server_failures_are_retried_and_never_become_transitions(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    replies = [
+        {"status": 429, "headers": {"Retry-After": "1"}},
+        {"content": "echo one<Enter>"},
+        {"status": 500},
+        {"content": "echo two<Enter>"},
+        {"sleep": 4.0, "content": "echo late<Enter>"},  # past the request timeout
+        {"drop": True},
+        {"content": "echo three<Enter>"},
+    ]
+    with StandInModelServer(replies, then={"content": "DONE"}) as server:
+        result = _collect(
+            tmp_path, server.url, prefect_server, {"request_timeout_s": 2.0, "max_retries": 3}
+        )
+        asked = len(server.chat_requests())
+    assert result.returncode == 0, result.stderr
+    rows = sorted(rows_of(tmp_path / "runs" / "llm", "terminal"), key=lambda row: row.step)
+    assert [row.action.text for row in rows] == [
+        "echo one<Enter>",
+        "echo two<Enter>",
+        "echo three<Enter>",
+    ]
+    assert all(row.action_error is None for row in rows)
+    assert asked == len(replies) + 1  # every failure was asked again; then DONE
+
+
+def test_exhausted_retries_stop_the_run_resumable_and_the_resume_records_it_once(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    replies = [
+        {"content": "echo first<Enter>"},
+        *[{"status": 503}] * 3,  # max_retries 2: three attempts, then the run stops
+        {"content": "echo again<Enter>"},
+        {"content": "echo done<Enter>"},
+    ]
+    with StandInModelServer(replies, then={"content": "DONE"}) as server:
+        stopped = _collect(tmp_path, server.url, prefect_server)
+        resumed = _collect(tmp_path, server.url, prefect_server)
+    assert stopped.returncode == 1
+    assert "the model server did not answer" in stopped.stderr
+    assert "run the same command again" in stopped.stderr and "Traceback" not in stopped.stderr
+    assert resumed.returncode == 0, resumed.stderr
+    run_dir = tmp_path / "runs" / "llm"
+    (set_aside,) = (run_dir / "raw" / "interrupted").iterdir()
+    assert "the model did not answer" in set_aside.read_text()
+    assert len(list((run_dir / "raw" / "episodes").glob("*.jsonl"))) == 1
+    rows = sorted(rows_of(run_dir, "terminal"), key=lambda row: row.step)
+    assert [row.action.text for row in rows] == ["echo again<Enter>", "echo done<Enter>"]
+    assert len({row.id for row in rows}) == 2
+
+
+def test_history_is_trimmed_to_its_budget_and_the_trim_is_recorded(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    # 40 lines of 150 digits: every screen from then on is larger than the whole budget.
+    fill = "printf '%0150d\\n' $(seq 1 40)<Enter>"
+    commands = [fill, "echo a<Enter>", "echo b<Enter>", "echo c<Enter>"]
+    with StandInModelServer([{"content": c} for c in commands]) as server:
+        result = _collect(tmp_path, server.url, prefect_server, {"history_tokens": 1200})
+        requests = server.chat_requests()
+    assert result.returncode == 0, result.stderr
+    rows = sorted(rows_of(tmp_path / "runs" / "llm", "terminal"), key=lambda row: row.step)
+    assert [row.action.text for row in rows] == commands
+    trimmed = [row.usage.trimmed_steps for row in rows if row.usage]
+    assert trimmed[0] == 0 and trimmed[-1] >= 1
+    # Left out means left out: the last prompt holds fewer turns than the episode had.
+    last = requests[len(commands) - 1]["messages"]
+    assert len(last) < 2 + 1 + 2 * (len(commands) - 1)
+    assert "characters left out" in last[-1]["content"]  # the current screen, cut to fit
+    assert last[0]["role"] == "system" and last[1]["content"].startswith("Instruction:")
