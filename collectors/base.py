@@ -200,6 +200,9 @@ class Policy(ABC, Generic[TaskT]):
         when it cannot go on.
         """
 
+    def preflight(self) -> None:
+        """Fail fast, before any episode starts, if the policy cannot act (default: it can)."""
+
     @property
     def plans_as(self) -> str:
         """The policy kind whose episode plans this policy plays (:meth:`Collector.plan`).

@@ -338,6 +338,7 @@ def run_collection(config: CollectConfig) -> dict[str, Any]:
     _prepare_sandbox_host(config, sandbox_host)
     with remote.on_host(sandbox_host):
         collector.preflight(collector.environment_config.model_validate(config.environment))
+    collector.make_policy(config.policy.kind, config.policy.params).preflight()
     config_sha256 = claim_run(config)
     runner = ThreadPoolTaskRunner(max_workers=config.workers)
     return collect.with_options(task_runner=runner)(

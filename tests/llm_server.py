@@ -102,6 +102,9 @@ class StandInModelServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two sends: with Nagle's algorithm on, the body waits
+            # for the client's delayed ACK (about 40 ms on loopback), which no model server adds.
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:  # quiet
                 pass

@@ -15,6 +15,7 @@ unbounded connections.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -47,6 +48,17 @@ def endpoint_slots(base_url: str, concurrency: int) -> threading.BoundedSemaphor
         if base_url not in _slots:
             _slots[base_url] = threading.BoundedSemaphore(concurrency)
         return _slots[base_url]
+
+
+@functools.lru_cache(maxsize=16)
+def _shared_client(base_url: str, key: str, timeout_s: float) -> openai.OpenAI:
+    """One ``openai`` client (one connection pool) per endpoint for all the run's episodes."""
+    return openai.OpenAI(
+        base_url=base_url,
+        api_key=key,
+        timeout=timeout_s,
+        max_retries=0,  # tenacity retries, with the rules above
+    )
 
 
 @dataclass(frozen=True)
@@ -117,12 +129,7 @@ class ModelClient:
     def __init__(self, params: LLMParams) -> None:
         self.params = params
         key = os.environ.get(params.api_key_env) if params.api_key_env else None
-        self._client = openai.OpenAI(
-            base_url=params.base_url,
-            api_key=key or NO_KEY,
-            timeout=params.request_timeout_s,
-            max_retries=0,  # tenacity retries, with the rules above
-        )
+        self._client = _shared_client(params.base_url, key or NO_KEY, params.request_timeout_s)
         self._slots = endpoint_slots(params.base_url, params.concurrency)
         self._model = params.model
 

@@ -22,6 +22,7 @@ from worldtrace.collectors.base import (
     INVALID_REPLY,
     HistoryItem,
     ModelCall,
+    ModelUnavailable,
     Policy,
     PolicyGaveUp,
     RejectedReply,
@@ -32,6 +33,7 @@ from worldtrace.collectors.llm.client import ModelClient, Reply
 from worldtrace.collectors.llm.history import Message, fit
 from worldtrace.collectors.llm.params import LLMParams
 from worldtrace.schemas import Action, PolicyRef
+from worldtrace.schemas.errors import ConfigError, SetupError
 from worldtrace.schemas.raw import RawObservation
 
 if TYPE_CHECKING:
@@ -100,6 +102,7 @@ class LLMPolicy(Policy[Task]):
         self._seed: int | None = None
         self._call: ModelCall | None = None
         self._invalid_in_row = 0
+        self._rendered: list[list[Message]] = []
 
     @property
     def plans_as(self) -> str:
@@ -114,7 +117,28 @@ class LLMPolicy(Policy[Task]):
         self._tools = []
         self._call = None
         self._invalid_in_row = 0
+        self._rendered = []
         self._client.model_id()  # asked of the endpoint once, before the episode's record
+
+    def preflight(self) -> None:
+        """Ask the endpoint for its models once, without retries.
+
+        A run whose model server is down, or does not serve the model, fails at once instead
+        of after its backoff.
+        """
+        check = ModelClient(self.params.model_copy(update={"max_retries": 0}))
+        try:
+            listed = check.models()
+        except ModelUnavailable as error:
+            raise SetupError(
+                f"the model server does not answer ({error}); start it or fix "
+                "policy.params.base_url (`worldtrace doctor --policy-config FILE` checks it)"
+            ) from None
+        if self.params.model is not None and self.params.model not in listed:
+            raise ConfigError(
+                f"{self.params.base_url} does not serve the model {self.params.model!r} "
+                f"(it lists {', '.join(listed[:10]) or 'none'})"
+            )
 
     def describe(self) -> PolicyRef:
         """``kind: llm``, the settings' hash in the name, the model id as the version."""
@@ -169,8 +193,11 @@ class LLMPolicy(Policy[Task]):
                     json.dumps({"name": call.name, "arguments": arguments}), str(error)
                 )
         text = action_text(reply.content)
-        if text in self._prompt.stop_words:
-            return None
+        lines = reply.content.strip().splitlines()
+        if text in self._prompt.stop_words or (
+            lines and lines[-1].strip() in self._prompt.stop_words
+        ):
+            return None  # a stop word alone, or alone on the reply's last line
         if not text:
             return RejectedReply(reply.content, "the reply holds no action")
         try:
@@ -188,15 +215,20 @@ class LLMPolicy(Policy[Task]):
         return self._renderer.observation(observation).text
 
     def _turns(self, history: Sequence[HistoryItem]) -> list[list[Message]]:
-        """The first state, then each step's action and the state after it."""
-        first = self._observation_text(self._first)
-        turns: list[list[Message]] = [[{"role": "user", "content": first}]]
-        for number, item in enumerate(history):
+        """The first state, then each step's action and the state after it.
+
+        Each turn is rendered once and kept: history only grows within an episode.
+        """
+        if not self._rendered:
+            first = self._observation_text(self._first)
+            self._rendered.append([{"role": "user", "content": first}])
+        for number in range(len(self._rendered) - 1, len(history)):
+            item = history[number]
             shown = self._observation_text(item.observation)
             if item.error:
                 shown = f"The action failed: {item.error}\n\n{shown}"
-            turns.append(self._step_messages(number, item.action, shown))
-        return turns
+            self._rendered.append(self._step_messages(number, item.action, shown))
+        return self._rendered
 
     def _step_messages(self, number: int, action: Action, shown: str) -> list[Message]:
         if self._prompt.tools is None or action.name == INVALID_REPLY:

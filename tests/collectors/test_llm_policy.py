@@ -22,7 +22,7 @@ import polars as pl
 import pytest
 import yaml
 
-from tests.collecting import curate_and_publish, export_both, rows_of
+from tests.collecting import curate_and_publish, episode_rewards, export_both, rows_of
 from tests.llm_server import MODEL, StandInModelServer
 from tests.prefect_server import client_env
 
@@ -252,3 +252,49 @@ def test_history_is_trimmed_to_its_budget_and_the_trim_is_recorded(
     assert len(last) < 2 + 1 + 2 * (len(commands) - 1)
     assert "characters left out" in last[-1]["content"]  # the current screen, cut to fit
     assert last[0]["role"] == "system" and last[1]["content"].startswith("Instruction:")
+
+
+def test_a_run_whose_model_server_is_down_fails_before_any_episode(
+    tmp_path: Path, prefect_server: str
+) -> None:
+    with StandInModelServer() as server:
+        url = server.url  # closed when the block ends: nothing listens there any more
+    result = _collect(tmp_path, url, prefect_server)
+    assert result.returncode == 1
+    assert "the model server does not answer" in result.stderr
+    assert "worldtrace doctor --policy-config" in result.stderr
+    assert not (tmp_path / "runs" / "llm" / "raw").exists()
+
+
+def test_explore_mode_pursues_no_library_task(tmp_path: Path, prefect_server: str) -> None:
+    """``mode: explore``: the terminal's exploring plan (a seeded workspace), no task check."""
+    config = tmp_path / "explore.yaml"
+    with StandInModelServer([{"content": "ls<Enter>"}]) as server:
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "domain": "terminal",
+                    "episodes": 1,
+                    "out": str(tmp_path / "runs"),
+                    "run_name": "explore",
+                    "policy": {
+                        "kind": "llm",
+                        "params": {"base_url": server.url, "mode": "explore"},
+                    },
+                }
+            )
+        )
+        result = subprocess.run(
+            [sys.executable, "-m", "worldtrace.flows.cli", "collect", "--config", str(config)],
+            env=client_env(prefect_server),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        (request, _) = server.chat_requests()
+    assert result.returncode == 0, result.stderr
+    (row,) = rows_of(tmp_path / "runs" / "explore", "terminal")
+    # What the model was told is what the row says it pursued.
+    assert request["messages"][1]["content"] == f"Instruction: {row.task}"
+    assert row.task == "Explore the workspace with shell commands."
+    assert episode_rewards(tmp_path / "runs" / "explore") == [None]  # no task check ran
