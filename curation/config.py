@@ -67,6 +67,12 @@ class FilterSettings(_Strict):
     noop: FilterMode = Field(
         default="label", description="next observation text identical to the observation"
     )
+    invalid_reply: FilterMode = Field(
+        default="exclude",
+        description="a model's reply that was no action of the domain (action `invalid_reply`): "
+        "the policy refused it and the environment never saw it, so the row shows our "
+        "harness, not the environment; kept as its episode's history, not a training target",
+    )
     noop_read_only: FilterMode = Field(
         default="label", description="mode for no-ops whose action is read-only"
     )

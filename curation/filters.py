@@ -24,6 +24,7 @@ from typing import Any
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
+from worldtrace.collectors.base import INVALID_REPLY
 from worldtrace.curation.config import FilterMode, FilterSettings
 from worldtrace.curation.documents import section_texts
 from worldtrace.curation.labels import add_label, drop_episode, episode_drops_of, exclude
@@ -45,7 +46,10 @@ def apply_mode(doc: Document, rule: str, mode: FilterMode) -> None:
 
 
 class TransitionFilter(PipelineStep):
-    """Row rules: empty/truncated, oversize and no-op observations. Forwards every row."""
+    """Row rules: empty/truncated, oversize and no-op observations, invalid model replies.
+
+    Forwards every row.
+    """
 
     type = "🧮 - CURATION"
     name = "🔻 transition filters"
@@ -68,8 +72,10 @@ class TransitionFilter(PipelineStep):
             found.append(("empty_or_truncated", settings.empty_observation))
         if max(len(observation), len(next_observation)) > settings.max_observation_chars:
             found.append(("oversize", settings.oversize_observation))
+        action_name = (doc.metadata.get("action") or {}).get("name", "")
+        if action_name == INVALID_REPLY:
+            found.append(("invalid_reply", settings.invalid_reply))
         if observation == next_observation:
-            action_name = (doc.metadata.get("action") or {}).get("name", "")
             read_only = action_name in settings.read_only_actions
             found.append(("noop", settings.noop_read_only if read_only else settings.noop))
         return found

@@ -33,7 +33,7 @@ from worldtrace.collectors.llm.client import ModelClient, Reply
 from worldtrace.collectors.llm.history import Message, fit
 from worldtrace.collectors.llm.params import LLMParams
 from worldtrace.schemas import Action, PolicyRef
-from worldtrace.schemas.errors import ConfigError, SetupError
+from worldtrace.schemas.errors import ConfigError, InputError, SetupError
 from worldtrace.schemas.raw import RawObservation
 
 if TYPE_CHECKING:
@@ -188,7 +188,7 @@ class LLMPolicy(Policy[Task]):
                 )
             try:
                 return self._parse_action({"name": call.name, "arguments": arguments})
-            except ValueError as error:
+            except (ValueError, InputError) as error:  # tool_calls raises InputError
                 return RejectedReply(
                     json.dumps({"name": call.name, "arguments": arguments}), str(error)
                 )
@@ -202,7 +202,7 @@ class LLMPolicy(Policy[Task]):
             return RejectedReply(reply.content, "the reply holds no action")
         try:
             return self._parse_action(text)
-        except ValueError as error:
+        except (ValueError, InputError) as error:
             return RejectedReply(reply.content, f"not an action: {error}")
 
     def _fixed_messages(self) -> list[Message]:

@@ -16,7 +16,7 @@ on what earlier results returned) and ``replay`` (re-executes given tool calls).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from worldtrace.collectors.base import Collector, Policy, Renderer
 from worldtrace.collectors.mcp.environment import McpConfig, McpEnvironment, site_definition
@@ -28,6 +28,9 @@ from worldtrace.collectors.tool_calls import parse_tool_call
 from worldtrace.collectors.web.sites import IMAGES as SITE_IMAGES
 from worldtrace.sandboxes.docker import require_image
 from worldtrace.schemas import Action
+
+if TYPE_CHECKING:
+    from worldtrace.collectors.llm.policy import AgentPrompt
 
 
 def explore_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Policy[Any]:
@@ -83,6 +86,12 @@ class McpCollector(Collector[McpConfig, McpTask]):
     def renderer(self) -> Renderer:
         """Tool results as the client receives them; the server's state in meta."""
         return McpRenderer()
+
+    def agent_prompt(self) -> AgentPrompt:
+        """The mcp prompt for a model: the result format, the server's own tools as functions."""
+        from worldtrace.collectors.mcp.prompt import AGENT_PROMPT
+
+        return AGENT_PROMPT
 
     def parse_action(self, action: str | dict[str, Any]) -> Action:
         """Read a replayed tool call: its JSON text or a ``{name, arguments}`` object."""

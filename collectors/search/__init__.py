@@ -18,7 +18,7 @@ explore`) and ``replay`` (re-executes given tool calls).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from worldtrace.collectors.base import Collector, Policy, Renderer
 from worldtrace.collectors.requirements import Requirements
@@ -29,6 +29,9 @@ from worldtrace.collectors.search.tasks import SearchTask, load_tasks
 from worldtrace.collectors.tool_calls import parse_tool_call
 from worldtrace.sandboxes.docker import require_image
 from worldtrace.schemas import Action
+
+if TYPE_CHECKING:
+    from worldtrace.collectors.llm.policy import AgentPrompt
 
 
 def explore_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Policy[Any]:
@@ -56,6 +59,12 @@ class SearchCollector(Collector[SearchConfig, SearchTask]):
     def renderer(self) -> Renderer:
         """Search results, page markdown and memory results; the memory in meta."""
         return SearchRenderer()
+
+    def agent_prompt(self) -> AgentPrompt:
+        """The search prompt for a model: the corpus, the result formats, the three tools."""
+        from worldtrace.collectors.search.prompt import AGENT_PROMPT
+
+        return AGENT_PROMPT
 
     def parse_action(self, action: str | dict[str, Any]) -> Action:
         """Read a replayed tool call: its JSON text or a ``{name, arguments}`` object."""

@@ -30,6 +30,8 @@ from worldtrace.schemas.errors import ConfigError
 if TYPE_CHECKING:
     import click
 
+    from worldtrace.collectors.llm.policy import AgentPrompt
+
 
 def oracle_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Policy[Any]:
     """The ``script`` policy: fixes the task's bug like an engineer, with seeded variations."""
@@ -61,6 +63,12 @@ class SweCollector(Collector[SweConfig, SweTask]):
     def renderer(self) -> Renderer:
         """Tool outputs as the agent sees them, the working tree's state in meta."""
         return SweRenderer()
+
+    def agent_prompt(self) -> AgentPrompt:
+        """The swe prompt for a model: the repository, the tool results, the tools as functions."""
+        from worldtrace.collectors.swe.prompt import AGENT_PROMPT
+
+        return AGENT_PROMPT
 
     def parse_action(self, action: str | dict[str, Any]) -> Action:
         """Read a replayed tool call: its JSON text or a ``{name, arguments}`` object."""

@@ -1,4 +1,4 @@
-"""The model client, the history budget and the usage columns, without a sandbox.
+"""The model client, the history budget, reading replies and the usage columns, no sandbox.
 
 The client talks to the stand-in model server (tests/llm_server.py) through the real
 ``openai`` library: these are the rules a run with many workers relies on.
@@ -15,10 +15,12 @@ import pyarrow as pa
 import pytest
 
 from tests.llm_server import MODEL, StandInModelServer
-from worldtrace.collectors.base import ModelUnavailable
+from worldtrace.collectors.base import ModelUnavailable, RejectedReply
 from worldtrace.collectors.llm.client import ModelClient
 from worldtrace.collectors.llm.history import estimate_tokens, fit
 from worldtrace.collectors.llm.params import LLMParams, Prices
+from worldtrace.collectors.llm.policy import LLMPolicy
+from worldtrace.collectors.registry import get_collector
 from worldtrace.schemas import Episode, Transition, arrow_schema_of
 from worldtrace.schemas.arrow import upgrade_episode_table, upgrade_transition_table
 
@@ -124,3 +126,32 @@ def test_shards_and_episode_tables_of_schema_1_2_read_with_no_usage() -> None:
     upgraded = upgrade_episode_table(pa.Table.from_pylist([row], schema=old_episodes))
     assert upgraded.column("usage").to_pylist() == [None]
     assert upgraded.schema.names == episodes.names
+
+
+@pytest.mark.parametrize(
+    ("call", "problem"),
+    [
+        ({"name": "", "arguments": {}}, "a tool call needs a tool name"),
+        ({"name": "web_search", "arguments": "{not json"}, "are not JSON"),
+        ({"name": "web_search", "arguments": "[1, 2]"}, "not a JSON object"),
+    ],
+)
+def test_a_tool_call_that_is_no_action_is_a_rejected_reply(
+    call: dict[str, Any], problem: str
+) -> None:
+    with StandInModelServer([{"tool_calls": [call]}]) as server:
+        policy = LLMPolicy(get_collector("search"), LLMParams(base_url=server.url))
+        policy.reset(seed=1, task=None)
+        choice = policy.act({"tools": []}, [])
+    assert isinstance(choice, RejectedReply) and problem in choice.problem
+    assert choice.action().name == "invalid_reply"
+
+
+def test_a_stop_word_alone_on_the_last_line_ends_the_episode() -> None:
+    replies = [{"content": "The files are sorted.\nDONE"}, {"content": "ls<Enter>"}]
+    with StandInModelServer(replies) as server:
+        policy = LLMPolicy(get_collector("terminal"), LLMParams(base_url=server.url))
+        policy.reset(seed=1, task=None)
+        screen = {"screen": "user@sandbox:~$ ", "cwd": "/home/user"}
+        assert policy.act(screen, []) is None
+        assert policy.last_call() is not None  # its cost is kept for the episode's end

@@ -178,6 +178,12 @@ def test_replies_that_are_no_action_leave_the_terminal_untouched_then_end_the_ep
     (episode,) = pl.read_parquet(run_dir / "episodes.parquet").to_dicts()
     assert episode["status"] == "truncated"
     assert episode["error"] == "the model's last 2 replies in a row were no action"
+    # Curation keeps them as the episode's history; the environment never saw them, so they
+    # are no training target.
+    dataset = curate_and_publish(run_dir, tmp_path, "terminal")
+    marks = {row["step"]: row["curation"] for row in dataset}
+    assert marks[0]["target"] and not marks[1]["target"] and not marks[2]["target"]
+    assert "invalid_reply" in marks[1]["labels"] and "invalid_reply" in marks[2]["labels"]
 
 
 def test_server_failures_are_retried_and_never_become_transitions(
