@@ -92,11 +92,12 @@ from worldtrace.collectors.episode import EpisodeLimits, run_episode
 from worldtrace.collectors.recorder import RunRecorder
 from worldtrace.collectors.terminal.actions import command
 from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
+from worldtrace.collectors.terminal.render import FORMAT as TERMINAL_FORMAT
 from worldtrace.collectors.terminal.render import TerminalRenderer
 from worldtrace.collectors.terminal.screen import plain_screen
 from worldtrace.collectors.terminal.tasks.helpers import TerminalTask, write_file
 from worldtrace.curation.config import ScrubSettings
-from worldtrace.curation.scrub import TERMINAL_FORMAT, LogicalText, Scrubber, ScrubStep
+from worldtrace.curation.scrub import LogicalText, Scrubber, ScrubStep
 from worldtrace.curation.secrets import EMAIL, IPV4, IPV6
 from worldtrace.normalizers.base import episode_records
 from worldtrace.schemas import (
@@ -1207,7 +1208,9 @@ def scrub_observation(scrubber: Scrubber, row: dict[str, Any]) -> str:
     with the row's action as its context when it has one."""
     width = row.get("columns") if row.get("format") == TERMINAL_FORMAT else None
     if row.get("action"):
-        return scrubber.observation(row["text"], row["format"], width or None, row["action"])
+        return scrubber.observation(
+            row["text"], row["format"], width or None, row["action"], row.get("domain")
+        )
     return scrubber.text(row["text"], width=width or None)
 
 

@@ -370,6 +370,17 @@ class Collector(ABC, Generic[ConfigT, TaskT]):
     """Action names that never change the state on purpose (curation labels their no-ops)."""
     requirements: ClassVar[Requirements] = Requirements()
     """What the domain needs on the machine (`worldtrace doctor`, `make setup`)."""
+    screen_formats: ClassVar[frozenset[str]] = frozenset()
+    """Observation formats that are a screen wrapped at ``meta["columns"]`` characters: curation
+    joins the wrapped lines before it looks for secrets."""
+
+    def typed_text(self, name: str, arguments: Mapping[str, Any]) -> list[str]:
+        """The literal text an action ``name`` typed, in order (not the keys it pressed).
+
+        Curation's scrubber reads it for a command that prints a secret and for a password
+        typed at a prompt. Default: none.
+        """
+        return []
 
     @abstractmethod
     def make_environment(self, config: ConfigT) -> Environment[ConfigT, TaskT]:

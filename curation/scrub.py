@@ -6,7 +6,8 @@ replacement is counted per kind (``scrubbed:<kind>``) in the stats. What is a se
 decided by :class:`worldtrace.curation.secrets.SecretFinder`; this module decides where to look and
 what to replace.
 
-* **Logical text, not screen lines.** A terminal observation (format ``terminal-screen``) is
+* **Logical text, not screen lines.** A screen observation (a format a domain declares in
+  :attr:`Collector.screen_formats`, such as the terminal's ``terminal-screen``) is
   its ``meta["new_scrollback"]`` (the lines that scrolled off during the step, which come
   before the screen's first line) followed by its screen, with every line exactly as wide as
   the pane (``meta["columns"]``, else :attr:`ScrubSettings.terminal_columns`) joined to the
@@ -35,6 +36,7 @@ what to replace.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from bisect import bisect_left, bisect_right
@@ -44,7 +46,12 @@ from typing import Any
 
 from datatrove.data import DocumentsPipeline
 
-from worldtrace.collectors.terminal.actions import is_key_name
+from worldtrace.collectors.base import Collector
+from worldtrace.collectors.registry import (
+    UnknownDomainError,
+    get_collector,
+    registered_collectors,
+)
 from worldtrace.curation.config import ScrubSettings
 from worldtrace.curation.documents import render_transition
 from worldtrace.curation.secrets import (
@@ -61,7 +68,6 @@ from worldtrace.curation.secrets import (
 from worldtrace.curation.storage import Location
 from worldtrace.curation.tally import TallyStep
 
-TERMINAL_FORMAT = "terminal-screen"
 MIN_REMEMBERED = 6
 """Shorter secret values are replaced where they are found, but not searched for elsewhere."""
 MIN_FRAGMENT = 8
@@ -120,31 +126,52 @@ class LogicalText:
         return start + bisect_right(self.soft, start), end + bisect_left(self.soft, end)
 
 
+@functools.cache
+def screen_formats() -> frozenset[str]:
+    """The observation formats registered domains declare as wrapped screens."""
+    return frozenset(f for collector in registered_collectors() for f in collector.screen_formats)
+
+
+@functools.cache
+def _collector(domain: str) -> Collector[Any, Any] | None:
+    try:
+        return get_collector(domain)
+    except UnknownDomainError:  # a row of a domain not installed here: nothing typed is known
+        return None
+
+
+def typed_text(domain: str | None, name: str, arguments: Any) -> list[str]:
+    """The text an action typed, as its domain says (:meth:`Collector.typed_text`)."""
+    collector = _collector(domain) if domain else None
+    if collector is None or not isinstance(arguments, dict):
+        return []
+    return collector.typed_text(name, arguments)
+
+
 _COMMAND_ARGUMENTS = ("command", "cmd", "script")
 _PATH_ARGUMENTS = ("path", "paths", "file", "file_path", "filename")
 _READING_TOOL = re.compile(r"(?i)read|view|cat|show|open")
 
 
-def action_output(action: dict[str, Any], arguments: Any) -> tuple[str | None, str | None]:
+def action_output(
+    action: dict[str, Any], arguments: Any, typed: list[str]
+) -> tuple[str | None, str | None]:
     """The command an action ran and how its output is read for secrets.
 
     Both are None when the action gives nothing away.
-    A terminal's typed command line, a tool's ``command`` argument (swe's
-    ``run_shell_command``) read by :func:`command_output_kind`; the ``path`` (or ``paths``)
-    of a tool that reads files (swe's ``read_file``, the mcp filesystem's
-    ``read_text_file``) by :func:`file_output_kind`.
+    A typed command line (``typed``: the text the action typed, as its domain says, such as
+    a terminal's), a tool's ``command`` argument (swe's ``run_shell_command``) read by
+    :func:`command_output_kind`; the ``path`` (or ``paths``) of a tool that reads files
+    (swe's ``read_file``, the mcp filesystem's ``read_text_file``) by
+    :func:`file_output_kind`.
     """
+    for item in typed:
+        kind = command_output_kind(item)
+        if kind is not None:
+            return item, kind
     if not isinstance(arguments, dict):
         return None, None
     name = str(action.get("name") or "")
-    if name == "keys":
-        items = arguments.get("keys")
-        for item in items if isinstance(items, list) else []:
-            if isinstance(item, str) and not is_key_name(item):
-                kind = command_output_kind(item)
-                if kind is not None:
-                    return item, kind
-        return None, None
     for key in _COMMAND_ARGUMENTS:
         value = arguments.get(key)
         if isinstance(value, str):
@@ -353,8 +380,9 @@ class Scrubber:
         fmt: str = "",
         width: int | None = None,
         action: dict[str, Any] | None = None,
+        domain: str | None = None,
     ) -> str:
-        """Return an observation text scrubbed as the next observation of a row.
+        """Return an observation text scrubbed as the next observation of a row of ``domain``.
 
         The row's action is ``action`` (``name`` and ``arguments``): what it gives away is
         replaced too (see :func:`action_output`), as the row scrubber does.
@@ -362,6 +390,7 @@ class Scrubber:
         meta = json.dumps({"columns": width}) if width else None
         action = action or {}
         row: dict[str, Any] = {
+            "domain": domain,
             "task": None,
             "observation": {"format": fmt, "text": "", "meta": None},
             "action": {
@@ -471,7 +500,7 @@ class _RowScrub:
 
     def _add_observation(self, part: str) -> None:
         observation = self.row.get(part) or {}
-        if observation.get("format") != TERMINAL_FORMAT:
+        if observation.get("format") not in screen_formats():
             self._add_plain(observation.get("text") or "")
             return
         meta: Any = {}
@@ -497,7 +526,7 @@ class _RowScrub:
         the prompt that came back.
         """
         command, kind = action_output(
-            self.row.get("action") or {}, self.parsed.get(("action", "arguments"))
+            self.row.get("action") or {}, self.parsed.get(("action", "arguments")), self._typed()
         )
         if kind is None:
             return
@@ -519,22 +548,22 @@ class _RowScrub:
             if extra:
                 text.findings = merge([*text.findings, *extra])
 
+    def _typed(self) -> list[str]:
+        """The text the row's action typed, as its domain says."""
+        action = self.row.get("action") or {}
+        arguments = self.parsed.get(("action", "arguments"))
+        return typed_text(self.row.get("domain"), str(action.get("name") or ""), arguments)
+
     def _typed_secrets(self) -> list[str]:
         """Text typed at a password prompt, or filled into a password field of a web page."""
         action = self.row.get("action") or {}
         observation = self.row.get("observation") or {}
         screen = (observation.get("text") or "").rstrip()
         typed: list[str] = []
-        if (
-            observation.get("format") == TERMINAL_FORMAT
-            and action.get("name") == "keys"
-            and _PASSWORD_PROMPT.search(screen[screen.rfind("\n") + 1 :])
+        if observation.get("format") in screen_formats() and _PASSWORD_PROMPT.search(
+            screen[screen.rfind("\n") + 1 :]
         ):
-            arguments = self.parsed.get(("action", "arguments"))
-            items = arguments.get("keys") if isinstance(arguments, dict) else None
-            for item in items if isinstance(items, list) else []:
-                if isinstance(item, str) and item.strip() and not is_key_name(item):
-                    typed.append(item)
+            typed += [item for item in self._typed() if item.strip()]
         fill = _WEB_FILL.match(action.get("text") or "")
         if fill is not None and fill.group(3):
             field = re.search(rf"^\s*\[{re.escape(fill.group(1))}\][^\n]*", screen, re.M)

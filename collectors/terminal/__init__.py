@@ -10,15 +10,15 @@ the same driver runs on an existing machine reached over SSH instead (:mod:`.ssh
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from worldtrace.collectors.base import Collector, EpisodePlan, Policy, Renderer
 from worldtrace.collectors.requirements import Requirements
-from worldtrace.collectors.terminal.actions import parse_action_text
+from worldtrace.collectors.terminal.actions import is_key_name, parse_action_text
 from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
-from worldtrace.collectors.terminal.render import TerminalRenderer
+from worldtrace.collectors.terminal.render import FORMAT, TerminalRenderer
 from worldtrace.collectors.terminal.ssh import SshTerminalEnvironment
 from worldtrace.collectors.terminal.tasks import TASKS, TerminalTask
 from worldtrace.collectors.terminal.workspace import workspace_setup
@@ -47,6 +47,7 @@ class TerminalCollector(Collector[TerminalConfig, TerminalTask]):
     environment_config = TerminalConfig
     policies = {**Collector.policies, "explore": explore_policy}
     read_only_actions = frozenset({"wait"})
+    screen_formats = frozenset({FORMAT})
     requirements = Requirements(images=(IMAGE,))
 
     def make_environment(self, config: TerminalConfig) -> TerminalEnvironment:
@@ -64,6 +65,15 @@ class TerminalCollector(Collector[TerminalConfig, TerminalTask]):
         from worldtrace.collectors.terminal.prompt import AGENT_PROMPT
 
         return AGENT_PROMPT
+
+    def typed_text(self, name: str, arguments: Mapping[str, Any]) -> list[str]:
+        """The items of a ``keys`` action that are text, not key names."""
+        items = arguments.get("keys") if name == "keys" else None
+        return [
+            item
+            for item in (items if isinstance(items, list) else [])
+            if isinstance(item, str) and not is_key_name(item)
+        ]
 
     def parse_action(self, action: str | dict[str, Any]) -> Action:
         """Read a replayed action: canonical text (``ls -l<Enter>``, ``<wait 5s>``) or object."""

@@ -1048,7 +1048,9 @@ def test_precision_set_false_positives_are_under_half_a_percent_per_domain() -> 
         rows_of[row["domain"]] += 1
         width = row["columns"] if row["format"] == "terminal-screen" else None
         if row.get("action"):
-            after = scrubber.observation(row["text"], row["format"], width, row["action"])
+            after = scrubber.observation(
+                row["text"], row["format"], width, row["action"], row.get("domain")
+            )
             if after != row["text"]:
                 changed.setdefault(row["domain"], []).append(f"{row['id']}: {after!r}")
         elif scrubber.text(row["text"], width=width) != row["text"]:

@@ -1,0 +1,80 @@
+"""The import direction of the design: shared stages ask the registry, never a domain.
+
+Read from the source with :mod:`ast` (imports inside functions count too), so a shortcut
+taken anywhere in a module fails here.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.conftest import REPO
+from worldtrace.collectors.registry import available_domains
+
+SHARED_STAGES = (
+    "schemas",
+    "sandboxes",
+    "normalizers",
+    "curation",
+    "publishing",
+    "exports",
+    "flows",
+)
+LOWER_LAYERS = {
+    "schemas": {
+        "sandboxes",
+        "collectors",
+        "normalizers",
+        "curation",
+        "publishing",
+        "exports",
+        "flows",
+    },
+    "sandboxes": {"collectors", "normalizers", "curation", "publishing", "exports", "flows"},
+    "collectors": {"normalizers", "curation", "publishing", "exports", "flows"},
+    "normalizers": {"curation", "publishing", "exports", "flows"},
+}
+"""What each layer may not import: imports point from flows down to schemas."""
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return {name for name in names if name.startswith("worldtrace.")}
+
+
+def _modules(folder: str) -> list[Path]:
+    return sorted(path for path in (REPO / folder).rglob("*.py") if "image" not in path.parts)
+
+
+def test_no_shared_stage_imports_a_domain() -> None:
+    domains = set(available_domains())
+    shared = [path for stage in SHARED_STAGES for path in _modules(stage)]
+    shared += sorted((REPO / "collectors").glob("*.py"))  # the shared collector machinery
+    shared += _modules("collectors/llm")
+    assert len(shared) > 50 and {"terminal", "web", "swe"} <= domains
+    offending = {
+        f"{path.relative_to(REPO)} imports {name}"
+        for path in shared
+        for name in _imports(path)
+        if name.split(".")[1] == "collectors"
+        and len(name.split(".")) > 2
+        and name.split(".")[2] in domains
+    }
+    assert offending == set()
+
+
+def test_imports_point_down_the_layers() -> None:
+    offending = {
+        f"{path.relative_to(REPO)} imports {name}"
+        for layer, forbidden in LOWER_LAYERS.items()
+        for path in _modules(layer)
+        for name in _imports(path)
+        if name.split(".")[1] in forbidden
+    }
+    assert offending == set()
