@@ -19,7 +19,7 @@ editing, spreadsheet, file manager and calculator tasks checked in the container
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from worldtrace.collectors.base import Collector, Policy, Renderer
 from worldtrace.collectors.os.actions import parse_action
@@ -30,6 +30,9 @@ from worldtrace.collectors.os.tasks import DEFAULT_SCREEN, OsTask, load_tasks, u
 from worldtrace.collectors.requirements import Requirements
 from worldtrace.sandboxes.docker import require_image
 from worldtrace.schemas import Action
+
+if TYPE_CHECKING:
+    from worldtrace.collectors.llm.policy import AgentPrompt
 
 
 def explore_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Policy[Any]:
@@ -57,6 +60,12 @@ class OsCollector(Collector[OsConfig, OsTask]):
     def renderer(self) -> Renderer:
         """OSWorld's linearized tree, the screenshot, the windows and focus in meta."""
         return OsRenderer()
+
+    def agent_prompt(self) -> AgentPrompt:
+        """The desktop's prompt for a model: the screen's text, pyautogui, WAIT, DONE, FAIL."""
+        from worldtrace.collectors.os.prompt import AGENT_PROMPT
+
+        return AGENT_PROMPT
 
     def parse_action(self, action: str | dict[str, Any]) -> Action:
         """Read a replayed action: pyautogui code, or ``{name, arguments, text}``.

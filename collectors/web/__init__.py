@@ -10,7 +10,7 @@ reset per episode) are defined in :mod:`worldtrace.collectors.web.sites` and ser
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from worldtrace.collectors.base import Collector, Policy, Renderer
 from worldtrace.collectors.requirements import Check, Requirements
@@ -20,6 +20,9 @@ from worldtrace.collectors.web.render import WebRenderer
 from worldtrace.collectors.web.sites import IMAGES
 from worldtrace.collectors.web.tasks import WebScriptPolicy, WebTask
 from worldtrace.schemas import Action
+
+if TYPE_CHECKING:
+    from worldtrace.collectors.llm.policy import AgentPrompt
 
 
 def browser_check() -> Check:
@@ -105,6 +108,12 @@ class WebCollector(Collector[WebConfig, WebTask]):
     def renderer(self) -> Renderer:
         """BrowserGym's tree text, the screenshot, and the page's facts in meta."""
         return WebRenderer()
+
+    def agent_prompt(self) -> AgentPrompt:
+        """The web's prompt for a model: the tree text with bids, BrowserGym's actions, ``DONE``."""
+        from worldtrace.collectors.web.prompt import AGENT_PROMPT
+
+        return AGENT_PROMPT
 
     def parse_action(self, action: str | dict[str, Any]) -> Action:
         """Read a BrowserGym action string (``click('12')``) or an action object."""
