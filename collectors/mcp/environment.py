@@ -70,7 +70,7 @@ class McpConfig(EnvironmentConfig):
     server: str = Field(
         default="filesystem",
         pattern=r"^[a-z][a-z0-9_-]*$",
-        description="the MCP server to drive (see `worldtrace tasks mcp` or the README)",
+        description="the MCP server to drive (see `worldtrace tasks mcp` or docs/mcp.md)",
     )
     transport: Literal["stdio", "http"] = Field(
         default="stdio", description="stdio, or streamable HTTP on the container's loopback"
