@@ -29,7 +29,7 @@ from pathlib import Path
 import polars as pl
 
 from worldtrace.collectors.mcp.servers import SERVERS
-from worldtrace.collectors.web.sites import SITES
+from worldtrace.sandboxes.sites import SITES
 from worldtrace.schemas import Observation
 
 DOMAINS = ("terminal", "swe", "mcp", "search", "os", "web")

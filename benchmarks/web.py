@@ -41,7 +41,7 @@ from worldtrace.collectors.web.axtree import node_role
 from worldtrace.collectors.web.browser import close_thread_browser, thread_browser
 from worldtrace.collectors.web.environment import WebConfig, WebEnvironment
 from worldtrace.collectors.web.explore import ExplorePolicy
-from worldtrace.collectors.web.sites import SITES
+from worldtrace.sandboxes.sites import SITES
 from worldtrace.sandboxes.websites import RunningSite, start_site
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"

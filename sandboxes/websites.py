@@ -2,7 +2,7 @@
 
 A :class:`SiteDefinition` says how to serve one: its image (an application installed from a
 public registry and its seeded data; the web domain defines its sites and their images in
-``collectors/web/sites/``), the server's command and what the start page shows. An episode calls
+``sandboxes/sites/``), the server's command and what the start page shows. An episode calls
 :func:`start_site`, which starts a *new* container from that image: the seeded data lives in
 the image, so a new container is the reset, and nothing an earlier episode wrote survives.
 

@@ -78,3 +78,16 @@ def test_imports_point_down_the_layers() -> None:
         if name.split(".")[1] in forbidden
     }
     assert offending == set()
+
+
+def test_no_domain_imports_another() -> None:
+    domains = set(available_domains())
+    offending = {
+        f"{path.relative_to(REPO)} imports {name}"
+        for domain in domains
+        if (REPO / "collectors" / domain).is_dir()  # a built-in domain
+        for path in _modules(f"collectors/{domain}")
+        for name in _imports(path)
+        if name.startswith("worldtrace.collectors.") and name.split(".")[2] in domains - {domain}
+    }
+    assert offending == set()

@@ -25,8 +25,8 @@ from worldtrace.collectors.mcp.servers import IMAGE, SERVERS
 from worldtrace.collectors.mcp.tasks import McpTask, load_tasks
 from worldtrace.collectors.requirements import Requirements
 from worldtrace.collectors.tool_calls import parse_tool_call
-from worldtrace.collectors.web.sites import IMAGES as SITE_IMAGES
 from worldtrace.sandboxes.docker import require_image
+from worldtrace.sandboxes.sites import IMAGES as SITE_IMAGES
 from worldtrace.schemas import Action
 
 if TYPE_CHECKING:

@@ -359,7 +359,7 @@ class McpEnvironment(DriverEnvironment[McpConfig, Any]):
 
 def site_definition(name: str) -> SiteDefinition:
     """The web-domain site ``name`` (the web domain owns the sites and their images)."""
-    from worldtrace.collectors.web.sites import site_definition as web_site
+    from worldtrace.sandboxes.sites import site_definition as web_site
 
     return web_site(name)
 

@@ -2,7 +2,7 @@
 
 Observations and actions follow BrowserGym: the accessibility tree with element ids (bids)
 as text, and actions such as ``click('12')`` or ``fill('a3', 'text')``. The sites (seeded,
-reset per episode) are defined in :mod:`worldtrace.collectors.web.sites` and served by
+reset per episode) are defined in :mod:`worldtrace.sandboxes.sites` and served by
 :mod:`worldtrace.sandboxes.websites`. Policies: ``script`` plays a site's task library,
 ``explore`` walks the site, ``replay`` re-executes given action strings.
 """
@@ -17,8 +17,8 @@ from worldtrace.collectors.requirements import Check, Requirements
 from worldtrace.collectors.web.actions import parse_action
 from worldtrace.collectors.web.environment import WebConfig, WebEnvironment
 from worldtrace.collectors.web.render import WebRenderer
-from worldtrace.collectors.web.sites import IMAGES
 from worldtrace.collectors.web.tasks import WebScriptPolicy, WebTask
+from worldtrace.sandboxes.sites import IMAGES
 from worldtrace.schemas import Action
 
 if TYPE_CHECKING:

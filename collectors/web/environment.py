@@ -46,8 +46,8 @@ from worldtrace.collectors.web.observation import (
     read_page,
     responsive,
 )
-from worldtrace.collectors.web.sites import site_definition
 from worldtrace.collectors.web.tasks import PageCheck, WebTask
+from worldtrace.sandboxes.sites import site_definition
 from worldtrace.sandboxes.websites import BrowserNetwork, start_site
 from worldtrace.schemas import Action, EnvironmentRef
 from worldtrace.schemas.raw import RawObservation

@@ -25,7 +25,7 @@ from typing import Any
 from worldtrace.collectors.base import Renderer
 from worldtrace.collectors.web.actions import action_text
 from worldtrace.collectors.web.axtree import flatten_axtree
-from worldtrace.collectors.web.sites import SITES
+from worldtrace.sandboxes.sites import SITES
 from worldtrace.schemas import Action, Observation
 from worldtrace.schemas.raw import RawEpisode, RawObservation
 

@@ -18,7 +18,7 @@ def mcp_image() -> str:
 @pytest.fixture(scope="session")
 def datasette_image() -> str:
     """Ensure the web domain's datasette site image, which the fetch server reads."""
-    from worldtrace.collectors.web.sites import IMAGES
+    from worldtrace.sandboxes.sites import IMAGES
 
     (definition,) = [image for image in IMAGES if image.name == "site-datasette"]
     return ensure_image(definition)

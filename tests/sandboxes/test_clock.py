@@ -103,7 +103,7 @@ def test_a_missing_clock_image_is_a_clear_error(terminal_image, monkeypatch):
 
 
 def test_a_site_serves_on_the_episode_clock():
-    from worldtrace.collectors.web.sites import SITES
+    from worldtrace.sandboxes.sites import SITES
     from worldtrace.sandboxes.websites import start_site
 
     with start_site(SITES["trac"], clock_start=START) as site:

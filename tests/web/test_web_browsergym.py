@@ -34,7 +34,7 @@ from worldtrace.collectors.web.axtree import flatten_axtree, node_role, tree_ord
 from worldtrace.collectors.web.browser import chromium_path
 from worldtrace.collectors.web.environment import WebConfig, WebEnvironment
 from worldtrace.collectors.web.render import VOLATILE_PATTERNS
-from worldtrace.collectors.web.sites import site_definition
+from worldtrace.sandboxes.sites import site_definition
 from worldtrace.sandboxes.websites import BROWSER_HOST_RULES
 
 ROOT = Path(__file__).resolve().parents[2]

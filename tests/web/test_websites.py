@@ -15,8 +15,8 @@ import httpcore
 import httpx
 import pytest
 
-from worldtrace.collectors.web.sites import SITES, site_definition
 from worldtrace.sandboxes.docker import SandboxError
+from worldtrace.sandboxes.sites import SITES, site_definition
 from worldtrace.sandboxes.websites import (
     SITE_LABEL,
     BrowserNetwork,

@@ -1,4 +1,6 @@
-"""The web applications the web domain visits, each an image defined in a folder here.
+"""The local web applications, each an image defined in a folder here.
+
+The web domain visits them; the mcp domain's ``fetch`` server reads them.
 
 * ``trac``: Trac 1.6 (PyPI): the issue tracker and wiki of "Skylark", a photo gallery
   project; anonymous visitors may create and modify tickets and wiki pages.
