@@ -35,15 +35,11 @@ the rows ``prepare`` found invalid instead of validating every row again.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import hashlib
 import json
 import os
-import select
 import shutil
-import signal
 import tempfile
-import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -87,6 +83,7 @@ from worldtrace.curation.inputs import (
     shared_folder,
 )
 from worldtrace.curation.logs import install as install_log_routing
+from worldtrace.curation.parent_death import die_with_parent
 from worldtrace.curation.scrub import ScrubStep
 from worldtrace.curation.stats import build_stats, write_stats
 from worldtrace.curation.storage import (
@@ -384,16 +381,7 @@ def _derive_episodes(paths: _Paths) -> int | None:
     return table.num_rows
 
 
-_PR_SET_PDEATHSIG = 1
 _dies_with_parent = False
-
-
-def _die_with_parent() -> None:
-    """Ask the kernel to kill this (child) process when its parent dies."""
-    parent = os.getppid()
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the parent died before the request took effect
-        os._exit(1)
 
 
 def _children_die_with_parent() -> None:
@@ -401,34 +389,14 @@ def _children_die_with_parent() -> None:
 
     datatrove's executor forks a ``multiprocess`` manager; killed with SIGKILL, the parent can
     clean nothing up, and the forked manager (about 140 MB) lived on forever, holding the
-    forkserver's pipe open so that the forkserver and its pool workers lived on too. With the
-    manager gone the forkserver ends, and its workers follow (:class:`_LocalExecutor`).
-    Registered once per process.
+    forkserver's pipe open so that the forkserver and its pool workers lived on too. The
+    forkserver and its workers die with curate too (:class:`_LocalExecutor`). Registered once
+    per process.
     """
     global _dies_with_parent
     if not _dies_with_parent:
-        os.register_at_fork(after_in_child=_die_with_parent)
+        os.register_at_fork(after_in_child=die_with_parent)
         _dies_with_parent = True
-
-
-_watched: set[int] = set()
-
-
-def _exit_with(pid: int) -> None:
-    """End this process as soon as process ``pid`` ends (a pidfd wakes exactly then)."""
-    if pid in _watched:
-        return
-    _watched.add(pid)
-    try:
-        watched = os.pidfd_open(pid)
-    except ProcessLookupError:
-        os._exit(1)
-
-    def watch() -> None:
-        select.select([watched], [], [])
-        os._exit(1)
-
-    threading.Thread(target=watch, name="exit-with-curate", daemon=True).start()
 
 
 # Task logs go where the command says, in this process and in every pool worker that imports
@@ -439,19 +407,20 @@ install_log_routing()
 class _LocalExecutor(LocalPipelineExecutor):
     """datatrove's local executor whose pool workers end with the process that made them.
 
-    Pool workers are forked by ``multiprocess``'s forkserver, not by this process, so the
-    fork hook above does not reach them, and the forkserver outlives a killed parent by
-    seconds: each worker watches the curate process itself while it runs a task.
+    Pool workers are forked by ``multiprocess``'s forkserver, which curate starts with
+    ``exec``, so the fork hook above does not reach them: the forkserver loads
+    :mod:`worldtrace.curation.forkserver_preload` first, which makes the kernel kill it when
+    curate dies and each worker when the forkserver dies.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._creator = os.getpid()
+        if self.start_method == "forkserver":
+            import multiprocess
 
-    def _run_for_rank(self, rank: int, local_rank: int = 0) -> Any:
-        if os.getpid() != self._creator:  # a pool worker, not the curate process itself
-            _exit_with(self._creator)
-        return super()._run_for_rank(rank, local_rank)
+            multiprocess.get_context("forkserver").set_forkserver_preload(
+                ["__main__", "worldtrace.curation.forkserver_preload"]
+            )
 
 
 _MAX_SOCKET_FOLDER = 70
