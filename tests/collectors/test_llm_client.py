@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from tests.llm_collecting import usage
 from tests.llm_server import MODEL, StandInModelServer
 from worldtrace.collectors.base import ModelUnavailable, RejectedReply
 from worldtrace.collectors.llm.client import ModelClient
@@ -89,15 +90,9 @@ def test_the_model_defaults_to_the_first_one_the_endpoint_lists() -> None:
 
 
 def test_usage_and_cost_come_from_the_servers_counts() -> None:
-    usage = {
-        "prompt_tokens": 1000,
-        "completion_tokens": 200,
-        "total_tokens": 1200,
-        "prompt_tokens_details": {"cached_tokens": 400},
-        "completion_tokens_details": {"reasoning_tokens": 50},
-    }
+    counts = usage(1000, 200, cached=400, reasoning=50)
     prices = Prices(prompt=2.0, completion=8.0, cached=0.5)
-    with StandInModelServer([{"content": "ok", "usage": usage}]) as server:
+    with StandInModelServer([{"content": "ok", "usage": counts}]) as server:
         reply = _client(server.url, model=MODEL, prices=prices).complete(MESSAGES, [])
     counted = reply.usage
     assert (counted.prompt_tokens, counted.completion_tokens) == (1000, 200)

@@ -14,21 +14,28 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 import pytest
-import yaml
 
-from tests.collecting import curate_and_publish, episode_rewards, export_both, rows_of
+from tests.collecting import curate_and_publish, episode_rewards, rows_of
+from tests.llm_collecting import (
+    assert_completed,
+    assert_gave_up,
+    llm_config,
+    publish_and_export,
+    read_run,
+    run_collect,
+)
 from tests.llm_server import MODEL, StandInModelServer
-from tests.prefect_server import client_env
+from worldtrace.collectors.terminal.prompt import SYSTEM
+from worldtrace.collectors.terminal.tasks import TASKS
 
 pytestmark = pytest.mark.usefixtures("terminal_image")
 
 TASK = "organize-downloads"
+INSTRUCTION = next(task.instruction for task in TASKS if task.name == TASK)
 KEY = "sk-planted-7f3c9a1e5b2d4068"
 
 
@@ -37,36 +44,13 @@ def _collect(
     server_url: str,
     prefect_server: str,
     params: dict[str, Any] | None = None,
-    run_name: str = "llm",
-    episodes: int = 1,
     extra_env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """``worldtrace collect terminal --policy llm`` with a config file for the params."""
-    config = {
-        "domain": "terminal",
-        "episodes": episodes,
-        "max_steps": 8,
-        "out": str(tmp_path / "runs"),
-        "run_name": run_name,
-        "policy": {
-            "kind": "llm",
-            "tasks": [TASK],
-            "params": {"base_url": server_url, "max_retries": 2, **(params or {})},
-        },
-    }
-    path = tmp_path / f"{run_name}.yaml"
-    path.write_text(yaml.safe_dump(config))
-    env = client_env(prefect_server) | {
-        "WORLDTRACE_LOG_DIR": str(tmp_path / "logs"),
-        **(extra_env or {}),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "worldtrace.flows.cli", "collect", "--config", str(path)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    """``worldtrace collect terminal --policy llm`` with the params (base URL too) in its config."""
+    params = {"base_url": server_url, "max_retries": 2, **(params or {})}
+    config = llm_config("terminal", tmp_path, "llm", tasks=[TASK], params=params, max_steps=8)
+    env = {"WORLDTRACE_LOG_DIR": str(tmp_path / "logs"), **(extra_env or {})}
+    return run_collect(tmp_path, prefect_server, config, extra_env=env)
 
 
 def _raw_events(run_dir: Path) -> list[dict[str, Any]]:
@@ -97,46 +81,37 @@ def test_replies_become_actions_and_rows_say_what_each_call_cost(
         authorizations = list(server.authorizations)
     assert result.returncode == 0, result.stderr
     assert set(authorizations) == {f"Bearer {KEY}"}  # the key went where it belongs
-    run_dir = tmp_path / "runs" / "llm"
-    rows = sorted(rows_of(run_dir, "terminal"), key=lambda row: row.step)
+    run = read_run(tmp_path / "runs" / "llm", "terminal", requests)
+    rows = run.rows
     assert [row.action.text for row in rows] == [
         "ls ~/work/downloads<Enter>",
         "cd ~/work/downloads && mkdir -p images docs data<Enter>",
     ]
-    assert all(row.policy.kind == "llm" and row.policy.version == MODEL for row in rows)
     assert rows[0].policy.name.startswith("llm-")
-    # The model was shown the task, the domain's prompt and the screen the row records.
+    # Usage per row is what the server reported for that call; the episode adds the DONE. The
+    # model was shown the task, the domain's prompt and the screen the row records.
+    reported = [
+        (sent["usage"]["prompt_tokens"], sent["usage"]["completion_tokens"]) for sent in completions
+    ]
+    assert_completed(
+        run, instruction=INSTRUCTION, system=SYSTEM, counts=reported[:-1], closing=reported[-1]
+    )
+    assert all(row.usage is not None and row.usage.cost_usd is None for row in rows)
     first = requests[0]["messages"]
-    assert first[0]["role"] == "system" and "<Enter>" in first[0]["content"]
-    assert "downloads" in first[1]["content"]
+    assert "<Enter>" in first[0]["content"] and "downloads" in first[1]["content"]
     assert first[-1]["content"] == rows[0].observation.text
     # The second request holds the first action and the screen after it.
     second = requests[1]["messages"]
     assert second[-2] == {"role": "assistant", "content": "ls ~/work/downloads<Enter>"}
     assert second[-1]["content"] == rows[0].next_observation.text
     assert "downloads" in rows[0].next_observation.text  # the listing of the folder
-
-    # Usage per row is what the server reported for that call; the episode adds the DONE.
-    reported = [
-        (sent["usage"]["prompt_tokens"], sent["usage"]["completion_tokens"]) for sent in completions
-    ]
-    for row, usage in zip(rows, reported, strict=False):
-        assert row.usage is not None and row.usage.model == MODEL
-        assert (row.usage.prompt_tokens, row.usage.completion_tokens) == usage
-        assert row.usage.latency_s > 0 and row.usage.cost_usd is None
-    episodes = pl.read_parquet(run_dir / "episodes.parquet").to_dicts()
-    (episode,) = episodes
-    assert episode["status"] == "completed" and episode["usage"]["calls"] == 3 == len(requests)
-    assert episode["usage"]["prompt_tokens"] == sum(p for p, _ in reported)
-    assert episode["usage"]["completion_tokens"] == sum(c for _, c in reported)
     # The raw record keeps the reply as sent, reasoning included; the end keeps the DONE.
-    events = _raw_events(run_dir)
+    events = _raw_events(run.run_dir)
     assert events[1]["reply"]["reasoning"] == "The folder is what the task is about."
     assert events[-1]["reply"]["content"] == "DONE" and events[-1]["usage"]["calls"] == 1
 
-    dataset = curate_and_publish(run_dir, tmp_path, "terminal")
-    assert dataset.num_rows == 2 and dataset[0]["usage"]["model"] == MODEL
-    agentworld, _ = export_both(tmp_path / "dist", tmp_path / "exports", "terminal", dataset)
+    dataset, agentworld = publish_and_export(run, tmp_path, "terminal")
+    assert dataset[0]["usage"]["model"] == MODEL
     assert any("ls ~/work/downloads<Enter>" in json.dumps(row) for row in agentworld)
 
     # ... and nowhere else: no record, raw file, export, log, config dump or Prefect database.
@@ -164,23 +139,19 @@ def test_replies_that_are_no_action_leave_the_terminal_untouched_then_end_the_ep
     replies = [{"content": "echo one<Enter>"}, {"content": ""}, {"content": "```\n\n```"}]
     with StandInModelServer(replies, then={"content": "echo never<Enter>"}) as server:
         result = _collect(tmp_path, server.url, prefect_server, {"max_invalid_replies": 2})
-        asked = len(server.chat_requests())
+        requests = server.chat_requests()
     assert result.returncode == 0, result.stderr
-    run_dir = tmp_path / "runs" / "llm"
-    rows = sorted(rows_of(run_dir, "terminal"), key=lambda row: row.step)
+    run = read_run(tmp_path / "runs" / "llm", "terminal", requests)
+    rows = run.rows
     assert [row.action.name for row in rows] == ["keys", "invalid_reply", "invalid_reply"]
-    assert asked == 3  # two unusable replies in a row: the model is not asked again
-    for row in rows[1:]:
-        assert row.action_error == "the reply holds no action"
-        assert row.next_observation.text == row.observation.text
-        assert row.timing.step_latency_s == 0 and row.usage is not None
+    # Two unusable replies in a row: the terminal untouched, the model not asked again.
+    assert_gave_up(run, after=1)
+    assert len(requests) == 3
+    assert [row.action_error for row in rows[1:]] == ["the reply holds no action"] * 2
     assert rows[1].action.text == "" and rows[2].action.text == "```\n\n```"
-    (episode,) = pl.read_parquet(run_dir / "episodes.parquet").to_dicts()
-    assert episode["status"] == "truncated"
-    assert episode["error"] == "the model's last 2 replies in a row were no action"
     # Curation keeps them as the episode's history; the environment never saw them, so they
     # are no training target.
-    dataset = curate_and_publish(run_dir, tmp_path, "terminal")
+    dataset = curate_and_publish(run.run_dir, tmp_path, "terminal")
     marks = {row["step"]: row["curation"] for row in dataset}
     assert marks[0]["target"] and not marks[1]["target"] and not marks[2]["target"]
     assert "invalid_reply" in marks[1]["labels"] and "invalid_reply" in marks[2]["labels"]
@@ -274,29 +245,10 @@ def test_a_run_whose_model_server_is_down_fails_before_any_episode(
 
 def test_explore_mode_pursues_no_library_task(tmp_path: Path, prefect_server: str) -> None:
     """``mode: explore``: the terminal's exploring plan (a seeded workspace), no task check."""
-    config = tmp_path / "explore.yaml"
     with StandInModelServer([{"content": "ls<Enter>"}]) as server:
-        config.write_text(
-            yaml.safe_dump(
-                {
-                    "domain": "terminal",
-                    "episodes": 1,
-                    "out": str(tmp_path / "runs"),
-                    "run_name": "explore",
-                    "policy": {
-                        "kind": "llm",
-                        "params": {"base_url": server.url, "mode": "explore"},
-                    },
-                }
-            )
-        )
-        result = subprocess.run(
-            [sys.executable, "-m", "worldtrace.flows.cli", "collect", "--config", str(config)],
-            env=client_env(prefect_server),
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        params = {"base_url": server.url, "mode": "explore"}
+        config = llm_config("terminal", tmp_path, "explore", params=params)
+        result = run_collect(tmp_path, prefect_server, config)
         (request, _) = server.chat_requests()
     assert result.returncode == 0, result.stderr
     (row,) = rows_of(tmp_path / "runs" / "explore", "terminal")

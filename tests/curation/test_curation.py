@@ -10,20 +10,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.curation.helpers import PROSE, numbers_screen, read_output, step, write_shard
 from tests.records import make_transition
 from worldtrace.curation import CurationConfig, CurationError, curate, load_curation_config
 from worldtrace.curation.config import ScrubSettings
 from worldtrace.curation.scrub import Scrubber
-from worldtrace.normalizers.shards import ShardWriter
 from worldtrace.schemas import Action, Episode, Observation, Transition, to_row, to_table
 from worldtrace.schemas.arrow import arrow_schema_of
 from worldtrace.schemas.errors import InputError
 
-PROSE = (
-    "The quick brown fox jumps over the lazy dog while the server logs every request it "
-    "receives and the operator watches the dashboard for errors warnings and slow queries "
-    "that could mean the cache is cold or the database index has gone missing again today"
-)
 PNG = (
     b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00"
     b"\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\xcf\xc0\xf0\x1f\x00\x05\x00\x01\xff"
@@ -38,31 +33,6 @@ SECRETS = {
     "google_api_key": "AIza" + "S" * 35,
 }
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nabc123\n-----END RSA PRIVATE KEY-----"
-
-
-def screen(text: str) -> Observation:
-    return Observation(format="terminal-screen", text=text, meta={"cwd": "/root"})
-
-
-def numbers_screen(seed: int) -> str:
-    return "\n".join(
-        f"pid {seed * 1000 + i} cpu {seed + i}.{i} mem {seed * 3 + i} user root" for i in range(12)
-    )
-
-
-def step(episode: str, i: int, obs: str, nxt: str, **changes: object) -> Transition:
-    fields: dict[str, object] = {"observation": screen(obs), "next_observation": screen(nxt)}
-    fields.update(changes)
-    return make_transition(step=i, episode_id=episode, **fields)
-
-
-def write_shard(folder: Path, rows: list[Transition]) -> None:
-    with ShardWriter(folder, Transition) as writer:
-        writer.write(rows)  # type: ignore[arg-type]
-
-
-def read_output(out: Path) -> pl.DataFrame:
-    return pl.read_parquet(sorted((out / "transitions").glob("*/*.parquet")))
 
 
 def marks(frame: pl.DataFrame) -> dict[str, dict[str, object]]:
@@ -275,7 +245,9 @@ def test_output_loads_with_polars_and_datasets(corpus: tuple[Path, Path, Path]) 
     _, out, _ = corpus
     lazy = pl.scan_parquet(str(out / "transitions" / "*" / "*.parquet"))
     assert lazy.select(pl.len()).collect().item() == len(read_output(out))
-    for path in (out / "transitions").glob("*/*.parquet"):
+    shards = sorted((out / "transitions").glob("*/*.parquet"))
+    assert {path.parent.name for path in shards} == {"terminal", "web"}, shards
+    for path in shards:
         assert pq.read_schema(path).equals(arrow_schema_of(Transition), check_metadata=False)
     data = load_dataset(
         "parquet", data_files=str(out / "transitions" / "web" / "*.parquet"), split="train"
@@ -324,7 +296,9 @@ def test_interrupted_write_stage_finishes_missing_work(corpus: tuple[Path, Path,
     curate(run, resumed, config)
     # forget that the final stage finished and damage its output: only it runs again
     (resumed / ".curation" / "logs" / "write" / "completions" / "00000").unlink()
-    for path in (resumed / "transitions").glob("*/*.parquet"):
+    damaged = sorted((resumed / "transitions").glob("*/*.parquet"))
+    assert damaged  # or there would be nothing for the write stage to redo
+    for path in damaged:
         path.write_bytes(b"garbage")
     report = curate(run, resumed, config)
     assert report.stages_run == ["write"]

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from tests.curation.test_curation import PROSE, numbers_screen, read_output, step, write_shard
+from tests.curation.helpers import PROSE, numbers_screen, read_output, step, write_shard
 from tests.records import make_transition
 from worldtrace.curation import CurationConfig, CurationError, curate
 from worldtrace.flows.cli import app

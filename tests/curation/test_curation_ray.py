@@ -8,13 +8,15 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-ray = pytest.importorskip("ray")
+# ray is one of worldtrace's own dependencies (curate --executor ray), not an optional extra:
+# an install without it is broken, and this module fails to import rather than skipping.
+import ray
 
-from tests.curation.test_curation import PROSE, numbers_screen, read_output, step  # noqa: E402
-from worldtrace.curation import CurationConfig, CurationError, curate  # noqa: E402
-from worldtrace.curation.pipeline import _run_stage  # noqa: E402
-from worldtrace.normalizers.shards import ShardWriter  # noqa: E402
-from worldtrace.schemas import Transition  # noqa: E402
+from tests.curation.helpers import PROSE, numbers_screen, read_output, step
+from worldtrace.curation import CurationConfig, CurationError, curate
+from worldtrace.curation.pipeline import _run_stage
+from worldtrace.normalizers.shards import ShardWriter
+from worldtrace.schemas import Transition
 
 
 @pytest.fixture(scope="module")

@@ -7,37 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 import worldtrace.curation.documents as documents
-from tests.records import make_transition
+from tests.curation.helpers import output_ids, transition, write_rows
 from worldtrace.curation import curate
-from worldtrace.schemas import Observation, Transition, to_row
-from worldtrace.schemas.arrow import arrow_schema_of
-
-
-def transition(episode: str, screen: str) -> dict[str, Any]:
-    """A valid row whose observation and next observation hold ``screen``-based text."""
-    return to_row(
-        make_transition(
-            step=0,
-            episode_id=episode,
-            observation=Observation(format="terminal-screen", text=f"$ {screen}"),
-            next_observation=Observation(format="terminal-screen", text=f"$ {screen}\nok\n$ "),
-        )
-    )
-
-
-def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=arrow_schema_of(Transition)), path)
-
-
-def output_ids(out: Path) -> set[str]:
-    files = sorted((out / "transitions").glob("*/*.parquet"))
-    return set(pl.read_parquet(files)["id"]) if files else set()
 
 
 def test_rows_validated_once_and_positions_stay_aligned(

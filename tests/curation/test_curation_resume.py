@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.curation.test_curation_reader import output_ids, transition, write_rows
+from tests.curation.helpers import output_ids, transition, write_rows
 from worldtrace.curation import CurationError, curate
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.os.test_desktop_driver import Driver, application, find, new_sandbox
+from tests.os.helpers import Driver, application, find, new_sandbox
 
 pytestmark = pytest.mark.docker
 

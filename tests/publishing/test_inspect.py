@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from rich.console import Console
 
-from tests.publishing.test_publish import make_corpus
+from tests.publishing.helpers import make_corpus
 from worldtrace.publishing.folder import publish_folder
 from worldtrace.publishing.inspect import parquet_glob, render, scan, summarize
 from worldtrace.schemas.layouts import LayoutError

@@ -13,8 +13,8 @@ import pytest
 from huggingface_hub import HfApi
 from huggingface_hub.hf_api import RepoFile
 
+from tests.publishing.helpers import make_corpus
 from tests.publishing.hub_standin import LocalHubStandIn
-from tests.publishing.test_publish import make_corpus
 from worldtrace.publishing.folder import manifest_of, publish_folder
 from worldtrace.publishing.hub import SchemaMismatchError, push_to_hub
 from worldtrace.schemas import SCHEMA_VERSION

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import polars as pl
 
-from tests.publishing.test_publish import make_corpus, terminal_rows
+from tests.publishing.helpers import make_corpus, terminal_rows
 
 
 def test_killed_publish_is_completed_by_the_next_run(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 from datasets import load_dataset
 
-from tests.publishing.test_publish import make_corpus
+from tests.publishing.helpers import make_corpus
 from tests.remote.conftest import SshServer
 from worldtrace.curation.config import CurationConfig
 from worldtrace.curation.pipeline import curate

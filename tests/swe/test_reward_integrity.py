@@ -338,7 +338,9 @@ def test_every_shipped_task_fixes_a_file_the_rule_takes() -> None:
     # A task whose gold patch touched a file the rule drops could never be solved. The
     # packages are the first folder under the source root (what ``git ls-files`` in the image
     # shows as holding an ``__init__.py``; the Docker tests check that for toolz).
-    for task in load_tasks():
+    tasks = load_tasks()
+    assert {task.repo for task in tasks} == set(REPOS)  # every repository's file was read
+    for task in tasks:
         repo = REPOS[task.repo]
         root = "" if repo.source_root == "." else repo.source_root + "/"
         paths = {line[6:] for line in task.gold_patch.splitlines() if line.startswith("+++ b/")}

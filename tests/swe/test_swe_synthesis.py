@@ -81,7 +81,11 @@ def assert_no_leak(task: SweTask) -> None:
 
 
 def test_every_task_has_the_generator_version_of_its_file() -> None:
-    for path in sorted(TASK_DATA.glob("*.json")):
+    paths = sorted(TASK_DATA.glob("*.json"))
+    # One task file per shipped repository: an empty or misplaced folder is a failure here,
+    # not a loop over nothing.
+    assert {path.stem for path in paths} == set(REPOS), (TASK_DATA, paths)
+    for path in paths:
         data = json.loads(path.read_text(encoding="utf-8"))
         assert data["generator"] == "worldtrace-swe-synth"
         assert data["generator_version"] == GENERATOR_VERSION

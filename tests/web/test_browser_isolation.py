@@ -21,8 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.web.test_web_isolation import Listeners, attack_page
-from tests.web.test_web_isolation import listeners as listeners  # the fixture, shared
+from tests.web.host_listeners import Listeners, attack_page
 from tests.web.web_test_pages import TestPages, bid, environment_on_pages, step
 from worldtrace.collectors.web.browser import close_thread_browser
 from worldtrace.collectors.web.environment import WebConfig, WebEnvironment
