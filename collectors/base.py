@@ -19,9 +19,10 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Generic, Self, TypeVar
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from worldtrace.collectors.requirements import Requirements
 from worldtrace.sandboxes.clock import DEFAULT_CLOCK_START
@@ -50,6 +51,86 @@ class EnvironmentConfig(BaseModel):
     def config_hash(self) -> str:
         """Return a short hash identifying this configuration."""
         return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+
+
+class PolicyParams(BaseModel):
+    """Base of a policy's typed parameters (a config's ``policy.params``); all have defaults.
+
+    Unknown names are errors. :meth:`validated` turns a config's mapping into the model, or
+    raises one ``ValueError`` naming each bad field (a config error, not a traceback).
+    """
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
+
+    policy: ClassVar[str]
+    """How errors name the policy (``"swe explore policy"``)."""
+
+    @classmethod
+    def validated(cls, params: Mapping[str, Any]) -> Self:
+        """The parameters of ``params``; a ``ValueError`` names each bad one."""
+        try:
+            return cls.model_validate(params)
+        except ValidationError as error:
+            raise ValueError(cls._problems(error.errors())) from None
+
+    @classmethod
+    def given(cls, params: Self | None, keywords: Mapping[str, Any]) -> Self:
+        """A policy constructor's parameters: the model, or the same as keywords (validated)."""
+        if params is None:
+            return cls.validated(keywords)
+        if keywords:
+            raise TypeError(f"give the {cls.policy} its parameters or keywords, not both")
+        return params
+
+    @classmethod
+    def _problems(cls, errors: Sequence[ErrorDetails]) -> str:
+        unknown = [str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden"]
+        problems = [_param_problem(e) for e in errors if e["type"] != "extra_forbidden"]
+        parts = []
+        if unknown:
+            parts.append(
+                f"unknown parameters for the {cls.policy}: {unknown} "
+                f"(it takes {', '.join(cls.model_fields)})"
+            )
+        if problems:
+            parts.append(f"invalid parameters for the {cls.policy}: " + "; ".join(problems))
+        return "; ".join(parts)
+
+
+def _param_problem(error: ErrorDetails) -> str:
+    """One bad parameter in words: ``max_steps should be greater than or equal to 1, got 0``."""
+    if error["type"] == "value_error":  # a validator's own message, which names its field
+        return error["msg"].removeprefix("Value error, ")
+    where = "".join(
+        f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"]
+    ).lstrip(".")
+    _, should, rest = error["msg"].partition(" should ")
+    text = f"{where} should {rest}" if should else f"{where}: {error['msg']}"
+    return f"{text}, got {error['input']!r}"
+
+
+Weight = Annotated[float, Field(ge=0, strict=True)]
+"""A relative frequency of a policy's choice: a number, 0 or more (0: never)."""
+
+Share = Annotated[float, Field(ge=0, le=1, strict=True)]
+"""A chance: a number from 0 to 1."""
+
+
+def merged_weights(
+    given: Mapping[str, float], defaults: Mapping[str, float], field: str, what: str
+) -> dict[str, float]:
+    """``defaults`` with the ``given`` weights in place of theirs (a parameter validator).
+
+    Names that ``defaults`` lacks are an error, and so are weights that are all 0 (nothing
+    left to choose). ``field`` and ``what`` name them in errors (``"action kinds in weights"``).
+    """
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise ValueError(f"unknown {what}: {unknown} (known: {list(defaults)})")
+    merged = {name: float(weight) for name, weight in {**defaults, **given}.items()}
+    if not any(merged.values()):
+        raise ValueError(f"{field} are all 0: nothing is left to choose")
+    return merged
 
 
 @dataclass(frozen=True)

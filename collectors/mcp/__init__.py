@@ -35,9 +35,9 @@ if TYPE_CHECKING:
 
 def explore_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Policy[Any]:
     """The ``explore`` policy: schema-driven calls, seeded, chaining on earlier results."""
-    from worldtrace.collectors.mcp.explore import McpExplorePolicy
+    from worldtrace.collectors.mcp.explore import McpExploreParams, McpExplorePolicy
 
-    return McpExplorePolicy(**params)
+    return McpExplorePolicy(McpExploreParams.validated(params))
 
 
 class McpCollector(Collector[McpConfig, McpTask]):

@@ -28,8 +28,15 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from worldtrace.collectors.base import EnvironmentConfig, StepOutcome, TaskSetupError
-from worldtrace.collectors.driven import LAST_LOOK_TIMEOUT_S, DriverEnvironment
+from worldtrace.collectors.base import StepOutcome, TaskSetupError
+from worldtrace.collectors.driven import (
+    LAST_LOOK_TIMEOUT_S,
+    DriverEnvironment,
+    LostSandbox,
+    SandboxConfig,
+    SandboxImage,
+    SandboxLimits,
+)
 from worldtrace.collectors.mcp.render import McpRenderer, call_error
 from worldtrace.collectors.mcp.servers import IMAGE_TAG, SERVERS
 from worldtrace.collectors.mcp.state import state_diff
@@ -64,8 +71,10 @@ VERSION_PROBE = [
 """Prints the versions of Node.js, the driver's Python, PostgreSQL and git in the image."""
 
 
-class McpConfig(EnvironmentConfig):
+class McpConfig(SandboxConfig):
     """Configuration of the mcp environment."""
+
+    default_image = IMAGE_TAG
 
     server: str = Field(
         default="filesystem",
@@ -82,12 +91,12 @@ class McpConfig(EnvironmentConfig):
         "of one) instead of the named server's; the named server's env, services and state "
         "snapshot apply (`server=time` for a server with no state to snapshot)",
     )
-    image: str | None = Field(default=None, description=f"sandbox image; default {IMAGE_TAG}")
+    image: SandboxImage = Field(default=None, description=f"sandbox image; default {IMAGE_TAG}")
     site: str = Field(
         default="datasette",
         description="the web-domain site a server that fetches pages reaches on 127.0.0.1",
     )
-    limits: Limits = Field(default_factory=Limits)
+    limits: SandboxLimits = Field(default_factory=Limits)
     start_timeout_s: float = Field(
         default=60, gt=0, description="limit for the server to start and list its tools"
     )
@@ -117,11 +126,6 @@ class McpConfig(EnvironmentConfig):
     def _known_site(cls, site: str) -> str:
         site_definition(site)  # an unknown site is a config error, before anything starts
         return site
-
-    @property
-    def image_tag(self) -> str:
-        """The image episodes run in."""
-        return self.image or IMAGE_TAG
 
 
 class McpEnvironment(DriverEnvironment[McpConfig, Any]):
@@ -216,7 +220,7 @@ class McpEnvironment(DriverEnvironment[McpConfig, Any]):
         except SandboxError as error:
             if self._removed_from_outside():
                 raise
-            return self._lost_outcome(action, problems, timeout, error, started)
+            return self._lost_outcome(error, started, action, problems, timeout)
         observation = self._call_observation(action, problems, timeout, reply)
         error = call_error(observation)
         exited = observation.get("server_exited") is not None
@@ -242,24 +246,24 @@ class McpEnvironment(DriverEnvironment[McpConfig, Any]):
         self._calls.append(observation)
         return observation
 
-    def _lost_outcome(
-        self,
-        action: Action,
-        problems: list[str],
-        timeout: float,
-        error: SandboxError,
-        started: float,
-    ) -> StepOutcome:
-        """The sandbox stopped answering during a call: record why, and end the episode."""
-        skipped = self._abandon_driver()
-        reason = self.sandbox.lost_reason(error)
+    def _last_look(self) -> RawObservation | None:
+        """The server's state from a second driver process, or None if none answers."""
+        if self._sandbox is None:
+            return None
         look = last_look(
-            self.sandbox,
+            self._sandbox,
             [*self.driver, "--observe", "--server", self.config.server],
             LAST_LOOK_TIMEOUT_S,
         )
-        state = look.get("state") if look is not None else None
-        reply = {
+        if look is None or not isinstance(look.get(self.state_field), Mapping):
+            return None
+        return look
+
+    def _lost_observation(
+        self, lost: LostSandbox, action: Action, problems: list[str], timeout: float
+    ) -> RawObservation:
+        """The call's observation without an answer, with the last look's state if any."""
+        reply: dict[str, Any] = {
             "result": None,
             "protocol_error": None,
             "timed_out": False,
@@ -267,14 +271,11 @@ class McpEnvironment(DriverEnvironment[McpConfig, Any]):
             "messages": [],
             "garbage": [],
             "stderr": "",
-            "sandbox_lost": True,
-            "state_stale": not isinstance(state, Mapping),
-            "skipped_replies": skipped,
+            **lost.marks(),
         }
-        if isinstance(state, Mapping):
-            reply["state"] = dict(state)
-        observation = self._call_observation(action, problems, timeout, reply)
-        return self._outcome(observation, started, error=reason, truncated=True)
+        if lost.look is not None:
+            reply["state"] = dict(lost.look["state"])
+        return self._call_observation(action, problems, timeout, reply)
 
     def evaluate(self, task: Any | None) -> float | None:
         """Run the task's check against the real state: 1.0 if it holds, else 0.0.

@@ -94,7 +94,7 @@ import zoneinfo
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib.metadata import version as installed_version
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urljoin, urlsplit
 
 from hypothesis.configuration import set_hypothesis_home_dir
@@ -111,8 +111,9 @@ from hypothesis import strategies as st
 from hypothesis.internal.conjecture import providers as hypothesis_providers
 from hypothesis.internal.constants_ast import Constants
 from hypothesis_jsonschema import from_schema
+from pydantic import Field
 
-from worldtrace.collectors.base import HistoryItem, Policy
+from worldtrace.collectors.base import HistoryItem, Policy, PolicyParams, Share
 from worldtrace.collectors.tool_calls import schema_problems, tool_call
 from worldtrace.schemas import Action, PolicyRef
 from worldtrace.schemas.raw import RawObservation
@@ -673,57 +674,49 @@ def _succeeded(observation: RawObservation) -> bool:
     )
 
 
+class McpExploreParams(PolicyParams):
+    """The parameters of :class:`McpExplorePolicy` (a config's ``policy.params``)."""
+
+    policy = "mcp explore policy"
+
+    steps: int = Field(
+        default=20, ge=1, strict=True, description="calls per episode (then `act` ends it)"
+    )
+    invalid_share: Share = Field(default=0.1, description="the chance that a call is invalid")
+    skip_tools: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list, description="names of tools never called"
+    )
+    skip_unattended: bool = Field(
+        default=True,
+        strict=True,
+        description="also skip UNATTENDED_TOOLS and the tools only a task may call",
+    )
+    reuse_share: Share = Field(
+        default=0.8,
+        description="the chance that a name field takes a value seen before rather than a new "
+        "readable one (and, for Hypothesis's values, that a path, URL, SQL or name field takes "
+        "a seen value)",
+    )
+
+
 class McpExplorePolicy(Policy[Any]):
     """Explores an MCP server from its tool schemas and what it answered; see the module doc.
 
-    ``steps``: calls per episode (default 20; ``act`` returns None after them).
-    ``invalid_share``: the chance (0..1, default 0.1) that a call is deliberately invalid.
-    ``skip_tools``: tool names never called. ``skip_unattended``: also skip
-    :data:`UNATTENDED_TOOLS` and task-only tools (default on). ``reuse_share``: the chance
-    (0..1, default 0.8) that a name field takes a value seen before rather than a new readable
-    one (and, for Hypothesis's values, that a path, URL, SQL or name field takes a seen value).
+    Its parameters are :class:`McpExploreParams`, given as the model or as keywords
+    (``McpExplorePolicy(steps=5)``).
     """
 
     kind = "explore"
     name = "mcp-explore"
     version = "2"
 
-    PARAMS = ("steps", "invalid_share", "skip_tools", "skip_unattended", "reuse_share")
-    """The parameters a config's ``policy.params`` may give."""
-
-    def __init__(
-        self,
-        steps: int = 20,
-        invalid_share: float = 0.1,
-        skip_tools: Sequence[str] = (),
-        skip_unattended: bool = True,
-        reuse_share: float = 0.8,
-        **unknown: Any,
-    ) -> None:
-        # A config's policy.params arrive as keywords: a misspelt one is a clear ValueError.
-        if unknown:
-            raise ValueError(
-                f"unknown parameters for the mcp explore policy: {sorted(unknown)} "
-                f"(it takes {', '.join(self.PARAMS)})"
-            )
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-            raise ValueError(f"steps must be an integer of at least 1, got {steps!r}")
-        for label, share in (("invalid_share", invalid_share), ("reuse_share", reuse_share)):
-            number = isinstance(share, int | float) and not isinstance(share, bool)
-            if not number or not 0 <= share <= 1:
-                raise ValueError(f"{label} must be a number in [0, 1], got {share!r}")
-        if isinstance(skip_tools, str) or not isinstance(skip_tools, Sequence):
-            raise ValueError(f"skip_tools must be a list of tool names, got {skip_tools!r}")
-        bad = [name for name in skip_tools if not isinstance(name, str) or not name]
-        if bad:
-            raise ValueError(f"skip_tools must hold non-empty tool names, got {bad!r}")
-        if not isinstance(skip_unattended, bool):
-            raise ValueError(f"skip_unattended must be true or false, got {skip_unattended!r}")
-        self.steps = steps
-        self.invalid_share = float(invalid_share)
-        self.skip_tools = tuple(skip_tools)
-        self.skip_unattended = skip_unattended
-        self.reuse_share = float(reuse_share)
+    def __init__(self, params: McpExploreParams | None = None, /, **keywords: Any) -> None:
+        self.params = McpExploreParams.given(params, keywords)
+        self.steps = self.params.steps
+        self.invalid_share = self.params.invalid_share
+        self.skip_tools = tuple(self.params.skip_tools)
+        self.skip_unattended = self.params.skip_unattended
+        self.reuse_share = self.params.reuse_share
         self.reset(0, None)
 
     def describe(self) -> PolicyRef:

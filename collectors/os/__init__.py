@@ -37,9 +37,9 @@ if TYPE_CHECKING:
 
 def explore_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Policy[Any]:
     """The ``explore`` policy: a seeded walk over the widgets of the current tree."""
-    from worldtrace.collectors.os.explore import OsExplorePolicy
+    from worldtrace.collectors.os.explore import OsExploreParams, OsExplorePolicy
 
-    return OsExplorePolicy(**params)
+    return OsExplorePolicy(OsExploreParams.validated(params))
 
 
 class OsCollector(Collector[OsConfig, OsTask]):

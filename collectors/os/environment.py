@@ -35,8 +35,14 @@ from typing import Any
 
 from pydantic import Field
 
-from worldtrace.collectors.base import EnvironmentConfig, StepOutcome
-from worldtrace.collectors.driven import DriverEnvironment
+from worldtrace.collectors.base import StepOutcome
+from worldtrace.collectors.driven import (
+    DriverEnvironment,
+    LostSandbox,
+    SandboxConfig,
+    SandboxImage,
+    SandboxLimits,
+)
 from worldtrace.collectors.os.actions import ActionSyntaxError, action_calls
 from worldtrace.collectors.os.image_definition import DRIVER, HOME, IMAGE_TAG, VERSIONS_JSON
 from worldtrace.collectors.os.render import DEFAULT_MAX_ROWS, TABLE
@@ -74,11 +80,12 @@ def default_limits() -> Limits:
     return Limits(cpus=2, memory_mb=1536, pids=512, disk_mb=256)
 
 
-class OsConfig(EnvironmentConfig):
+class OsConfig(SandboxConfig):
     """Configuration of the desktop environment (every field has a default)."""
 
-    image: str | None = Field(default=None, description=f"sandbox image; default {IMAGE_TAG}")
-    limits: Limits = Field(default_factory=default_limits)
+    default_image = IMAGE_TAG
+    image: SandboxImage = Field(default=None, description=f"sandbox image; default {IMAGE_TAG}")
+    limits: SandboxLimits = Field(default_factory=default_limits)
     width: int = Field(default=1280, ge=640, le=3840, description="screen width in pixels")
     height: int = Field(default=800, ge=480, le=2160, description="screen height in pixels")
     quiet_s: float = Field(
@@ -110,11 +117,6 @@ class OsConfig(EnvironmentConfig):
         "timeout caps it too)",
     )
     check_timeout_s: float = Field(default=60, gt=0, description="limit for a task's check")
-
-    @property
-    def image_tag(self) -> str:
-        """The image episodes run in."""
-        return self.image or IMAGE_TAG
 
 
 class OsEnvironment(DriverEnvironment[OsConfig, OsTask]):
@@ -192,7 +194,7 @@ class OsEnvironment(DriverEnvironment[OsConfig, OsTask]):
             except SandboxError as lost:
                 if self._removed_from_outside():
                     raise
-                return self._lost_outcome(lost, done, started)
+                return self._lost_outcome(lost, started, done)
             if "driver_error" in reply:
                 reply["error"] = f"the desktop driver could not run it: {reply['driver_error']}"
             done.append(
@@ -245,17 +247,13 @@ class OsEnvironment(DriverEnvironment[OsConfig, OsTask]):
         except SandboxError as lost:
             if self._removed_from_outside():
                 raise
-            return self._lost_outcome(lost, [], started)
+            return self._lost_outcome(lost, started, [])
         observation = self._observation({**reply, "error": error}, [])
         return self._outcome(observation, started, error=error)
 
-    def _lost_outcome(
-        self, error: SandboxError, calls: list[dict[str, Any]], started: float
-    ) -> StepOutcome:
-        """The sandbox stopped answering during an action: record why, and end the episode."""
-        skipped = self._abandon_driver()
-        reason = self.sandbox.lost_reason(error)
-        look = self._last_look()
+    def _lost_observation(self, lost: LostSandbox, calls: list[dict[str, Any]]) -> RawObservation:
+        """The last look's desktop, else the tree seen before, with the calls run so far."""
+        look = lost.look
         last = self._last or {}
         base: dict[str, Any] = (
             dict(look)
@@ -267,15 +265,8 @@ class OsEnvironment(DriverEnvironment[OsConfig, OsTask]):
         )
         if look is None:
             base["tree_error"] = "the sandbox stopped answering; the tree is the one before"
-        reply = {
-            **base,
-            "error": reason,
-            "sandbox_lost": True,
-            "state_stale": look is None,
-            "skipped_replies": skipped,
-        }
-        observation = self._observation(reply, calls)
-        return self._outcome(observation, started, error=reason, truncated=True)
+        reply = {**base, "error": lost.reason, **lost.marks()}
+        return self._observation(reply, calls)
 
     def final_tree(self) -> dict[str, Any] | None:
         """The accessibility tree now (None when it cannot be read: the sandbox was lost)."""

@@ -31,7 +31,9 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from worldtrace.collectors.base import HistoryItem, Policy
+from pydantic import Field
+
+from worldtrace.collectors.base import HistoryItem, Policy, PolicyParams, Share
 from worldtrace.collectors.os.actions import click, double_click, press, script, write
 from worldtrace.collectors.os.render import kept_nodes
 from worldtrace.collectors.os.tasks import OsTask
@@ -97,18 +99,37 @@ def candidates(observation: RawObservation) -> list[Mapping[str, Any]]:
     return found
 
 
+class OsExploreParams(PolicyParams):
+    """The parameters of :class:`OsExplorePolicy` (a config's ``policy.params``)."""
+
+    policy = "os explore policy"
+
+    key_share: Share = Field(
+        default=0.1, description="the chance that an action is a navigation key press"
+    )
+    max_steps: int | None = Field(
+        default=None,
+        ge=1,
+        strict=True,
+        description="actions per episode (then `act` ends it); null: the step limit decides",
+    )
+
+
 class OsExplorePolicy(Policy[OsTask]):
-    """Seeded walk over the widgets of the desktop's tree, preferring untried ones."""
+    """Seeded walk over the widgets of the desktop's tree, preferring untried ones.
+
+    Its parameters are :class:`OsExploreParams`, given as the model or as keywords
+    (``OsExplorePolicy(max_steps=5)``).
+    """
 
     kind = "explore"
     name = "os-explore"
     version = "2"  # 2: types commands into a terminal (lxterminal)
 
-    def __init__(self, key_share: float = 0.1, max_steps: int | None = None) -> None:
-        if not 0 <= key_share <= 1:
-            raise ValueError(f"key_share must be between 0 and 1, got {key_share}")
-        self.key_share = key_share
-        self.max_steps = max_steps
+    def __init__(self, params: OsExploreParams | None = None, /, **keywords: Any) -> None:
+        self.params = OsExploreParams.given(params, keywords)
+        self.key_share = self.params.key_share
+        self.max_steps = self.params.max_steps
         self._rng = random.Random(0)
         self._tried: dict[str, int] = {}
 

@@ -36,9 +36,9 @@ if TYPE_CHECKING:
 
 def explore_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Policy[Any]:
     """The ``explore`` policy: seeded queries built from what it has read, pages, memory."""
-    from worldtrace.collectors.search.explore import SearchExplorePolicy
+    from worldtrace.collectors.search.explore import SearchExploreParams, SearchExplorePolicy
 
-    return SearchExplorePolicy(**params)
+    return SearchExplorePolicy(SearchExploreParams.validated(params))
 
 
 class SearchCollector(Collector[SearchConfig, SearchTask]):

@@ -31,8 +31,14 @@ from typing import Any
 
 from pydantic import Field
 
-from worldtrace.collectors.base import EnvironmentConfig, StepOutcome
-from worldtrace.collectors.driven import DriverEnvironment
+from worldtrace.collectors.base import StepOutcome
+from worldtrace.collectors.driven import (
+    DriverEnvironment,
+    LostSandbox,
+    SandboxConfig,
+    SandboxImage,
+    SandboxLimits,
+)
 from worldtrace.collectors.search.actions import DEFAULT_NUM_RESULTS, TOOLS
 from worldtrace.collectors.search.image_definition import DRIVER, IMAGE_TAG
 from worldtrace.collectors.search.render import DEFAULT_MAX_MARKDOWN_CHARS
@@ -55,11 +61,12 @@ VERSION_PROBE = [
 TOOL_NAMES = tuple(str(tool["name"]) for tool in TOOLS)
 
 
-class SearchConfig(EnvironmentConfig):
+class SearchConfig(SandboxConfig):
     """Configuration of the search environment (every field has a default)."""
 
-    image: str | None = Field(default=None, description=f"sandbox image; default {IMAGE_TAG}")
-    limits: Limits = Field(default_factory=Limits)
+    default_image = IMAGE_TAG
+    image: SandboxImage = Field(default=None, description=f"sandbox image; default {IMAGE_TAG}")
+    limits: SandboxLimits = Field(default_factory=Limits)
     start_timeout_s: float = Field(
         default=60, gt=0, description="limit for the site server and the index to be ready"
     )
@@ -72,11 +79,6 @@ class SearchConfig(EnvironmentConfig):
         description="characters of a page's markdown an observation shows (the raw record "
         "keeps all of it)",
     )
-
-    @property
-    def image_tag(self) -> str:
-        """The image episodes run in."""
-        return self.image or IMAGE_TAG
 
 
 def driver_request(action: Action) -> dict[str, Any] | None:
@@ -157,7 +159,7 @@ class SearchEnvironment(DriverEnvironment[SearchConfig, SearchTask]):
         except SandboxError as error:
             if self._removed_from_outside():
                 raise
-            return self._lost_outcome(action, problems, error, started)
+            return self._lost_outcome(error, started, action, problems)
         if own_error is not None:
             reply["error"] = own_error
         elif "driver_error" in reply:
@@ -183,25 +185,17 @@ class SearchEnvironment(DriverEnvironment[SearchConfig, SearchTask]):
             "state_diff": memory_diff(previous, memory),
         }
 
-    def _lost_outcome(
-        self, action: Action, problems: list[str], error: SandboxError, started: float
-    ) -> StepOutcome:
-        """The sandbox stopped answering during a call: record why, and end the episode."""
-        skipped = self._abandon_driver()
-        reason = self.sandbox.lost_reason(error)
-        look = self._last_look()
-        reply: dict[str, Any] = {
-            "error": reason,
-            "sandbox_lost": True,
-            "state_stale": look is None,
-            "skipped_replies": skipped,
-        }
+    def _lost_observation(
+        self, lost: LostSandbox, action: Action, problems: list[str]
+    ) -> RawObservation:
+        """The call's observation without an answer, with the last look's memory if any."""
+        look = lost.look
+        reply: dict[str, Any] = {"error": lost.reason, **lost.marks()}
         if look is not None:
             reply.update(memory=look.get("memory"), memory_digest=look.get("memory_digest"))
         else:
             reply["memory_digest"] = (self._last or {}).get("memory_digest")
-        observation = self._call_observation(action, problems, reply)
-        return self._outcome(observation, started, error=reason, truncated=True)
+        return self._call_observation(action, problems, reply)
 
     def final_memory(self) -> dict[str, Any] | None:
         """The episode's memory now (None when it cannot be known: the sandbox was lost)."""

@@ -34,7 +34,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from worldtrace.collectors.base import HistoryItem, Policy
+from pydantic import Field, field_validator
+
+from worldtrace.collectors.base import HistoryItem, Policy, PolicyParams, Share
 from worldtrace.collectors.search.actions import dict_memory, web_extractor, web_search
 from worldtrace.schemas import Action
 from worldtrace.schemas.raw import RawObservation
@@ -142,37 +144,52 @@ def page_fact(markdown: str, wanted: Sequence[str]) -> str | None:
     return fallback
 
 
-def _share(name: str, value: float) -> float:
-    if not 0 <= value <= 1:
-        raise ValueError(f"{name} must be between 0 and 1, got {value}")
-    return float(value)
+class SearchExploreParams(PolicyParams):
+    """The parameters of :class:`SearchExplorePolicy` (a config's ``policy.params``)."""
+
+    policy = "search explore policy"
+
+    vocabulary: list[str] | None = Field(
+        default=None, description="the seed queries; null: SEED_QUERIES"
+    )
+    open_share: Share = Field(default=0.45, description="the chance of opening a result")
+    memory_share: Share = Field(default=0.3, description="the chance of using the memory")
+    misspell_share: Share = Field(default=0.1, description="the chance that a query is misspelt")
+    missing_key_share: Share = Field(
+        default=0.15, description="the chance that a memory read asks for a key never stored"
+    )
+    missing_page_share: Share = Field(
+        default=0.05, description="the chance of opening a page that does not exist"
+    )
+
+    @field_validator("vocabulary")
+    @classmethod
+    def _queries(cls, vocabulary: list[str] | None) -> list[str] | None:
+        if vocabulary is not None and not (vocabulary and all(q.strip() for q in vocabulary)):
+            raise ValueError("vocabulary must be a non-empty list of non-empty queries")
+        return vocabulary
 
 
 class SearchExplorePolicy(Policy[Any]):
-    """Seeded searches built from what the episode has read; opens results; uses its memory."""
+    """Seeded searches built from what the episode has read; opens results; uses its memory.
+
+    Its parameters are :class:`SearchExploreParams`, given as the model or as keywords
+    (``SearchExplorePolicy(open_share=0.2)``).
+    """
 
     kind = "explore"
     name = "search-explore"
     version = "1"
 
-    def __init__(
-        self,
-        vocabulary: Sequence[str] | None = None,
-        open_share: float = 0.45,
-        memory_share: float = 0.3,
-        misspell_share: float = 0.1,
-        missing_key_share: float = 0.15,
-        missing_page_share: float = 0.05,
-    ) -> None:
-        queries = list(SEED_QUERIES if vocabulary is None else vocabulary)
-        if not queries or not all(isinstance(q, str) and q.strip() for q in queries):
-            raise ValueError("the vocabulary must be a non-empty list of non-empty queries")
-        self.vocabulary = tuple(queries)
-        self.open_share = _share("open_share", open_share)
-        self.memory_share = _share("memory_share", memory_share)
-        self.misspell_share = _share("misspell_share", misspell_share)
-        self.missing_key_share = _share("missing_key_share", missing_key_share)
-        self.missing_page_share = _share("missing_page_share", missing_page_share)
+    def __init__(self, params: SearchExploreParams | None = None, /, **keywords: Any) -> None:
+        self.params = SearchExploreParams.given(params, keywords)
+        given = self.params.vocabulary
+        self.vocabulary = tuple(SEED_QUERIES if given is None else given)
+        self.open_share = self.params.open_share
+        self.memory_share = self.params.memory_share
+        self.misspell_share = self.params.misspell_share
+        self.missing_key_share = self.params.missing_key_share
+        self.missing_page_share = self.params.missing_page_share
         self.reset(0, None)
 
     def reset(self, seed: int, task: Any | None) -> None:

@@ -42,9 +42,9 @@ def oracle_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Pol
 
 def explore_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Policy[Any]:
     """The ``explore`` policy: a seeded walk of the repository, task-free."""
-    from worldtrace.collectors.swe.explore import SweExplorePolicy
+    from worldtrace.collectors.swe.explore import SweExploreParams, SweExplorePolicy
 
-    return SweExplorePolicy(**params)
+    return SweExplorePolicy(SweExploreParams.validated(params))
 
 
 class SweCollector(Collector[SweConfig, SweTask]):

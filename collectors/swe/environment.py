@@ -45,8 +45,14 @@ from typing import Any, Protocol, runtime_checkable
 import docker.errors
 from pydantic import Field
 
-from worldtrace.collectors.base import EnvironmentConfig, StepOutcome, TaskSetupError
-from worldtrace.collectors.driven import DriverEnvironment
+from worldtrace.collectors.base import StepOutcome, TaskSetupError
+from worldtrace.collectors.driven import (
+    DriverEnvironment,
+    LostSandbox,
+    SandboxConfig,
+    SandboxImage,
+    SandboxLimits,
+)
 from worldtrace.collectors.swe.evaluation import (
     SourceTooLarge,
     agent_change,
@@ -124,16 +130,16 @@ class TestedTask(Protocol):
     passing_tests: Sequence[str]
 
 
-class SweConfig(EnvironmentConfig):
+class SweConfig(SandboxConfig):
     """Configuration of the swe environment."""
 
     repo: str = Field(
         default="toolz", pattern=r"^[a-z0-9][a-z0-9._-]*$", description="repository name"
     )
-    image: str | None = Field(
+    image: SandboxImage = Field(
         default=None, description="sandbox image; default worldtrace/swe-<repo>:latest"
     )
-    limits: Limits = Field(default_factory=Limits)
+    limits: SandboxLimits = Field(default_factory=Limits)
     output_limit_chars: int = Field(
         default=OUTPUT_LIMIT_CHARS,
         ge=200,
@@ -149,7 +155,7 @@ class SweConfig(EnvironmentConfig):
 
     @property
     def image_tag(self) -> str:
-        """The image episodes run in."""
+        """The image episodes run in (each repository has its own)."""
         return self.image or f"worldtrace/swe-{self.repo}:latest"
 
 
@@ -205,7 +211,7 @@ class SweEnvironment(DriverEnvironment[SweConfig, Any]):
             if self._removed_from_outside():
                 # No action caused this, so the episode is tried again.
                 raise
-            return self._lost_outcome(action, error, started)
+            return self._lost_outcome(error, started, action)
         observation["output_limit_chars"] = self.config.output_limit_chars
         limited = self._process_limit_outcome(observation, started, self.config.limits)
         if limited is not None:
@@ -213,14 +219,10 @@ class SweEnvironment(DriverEnvironment[SweConfig, Any]):
         error = problem if problem is not None else _tool_error(observation)
         return self._outcome(observation, started, error=error)
 
-    def _lost_outcome(self, action: Action, error: SandboxError, started: float) -> StepOutcome:
-        """The sandbox stopped answering during a step: record why, and end the episode."""
-        skipped = self._abandon_driver()
-        reason = self.sandbox.lost_reason(error)
-        observation = self._last_look()
-        stale = observation is None
+    def _lost_observation(self, lost: LostSandbox, action: Action) -> RawObservation:
+        """The last look's state, else the one before: no output, no exit status."""
+        observation = lost.look
         if observation is None:
-            # Only the state seen before: no output, no exit status.
             observation = {
                 **(self._last or {}),
                 "output": "",
@@ -230,20 +232,9 @@ class SweEnvironment(DriverEnvironment[SweConfig, Any]):
                 "wall_s": 0.0,
                 "output_dropped_bytes": 0,
             }
-        observation.update(
-            tool=action.name,
-            sandbox_lost=True,
-            state_stale=stale,
-            skipped_replies=skipped,
-            output_limit_chars=self.config.output_limit_chars,
-        )
-        self._last = observation
-        return StepOutcome(
-            observation=observation,
-            latency_s=time.monotonic() - started,
-            truncated=True,
-            error=reason,
-        )
+        observation.update(tool=action.name, **lost.marks())
+        observation["output_limit_chars"] = self.config.output_limit_chars
+        return observation
 
     def _observe(self, orientation: bool) -> RawObservation:
         """Look at the working tree without running a tool (with the orientation text, or not)."""

@@ -32,7 +32,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from worldtrace.collectors.base import HistoryItem, Policy
+from pydantic import Field, field_validator
+
+from worldtrace.collectors.base import (
+    HistoryItem,
+    Policy,
+    PolicyParams,
+    Share,
+    Weight,
+    merged_weights,
+)
 from worldtrace.collectors.swe.tools import tool_call
 from worldtrace.schemas import Action
 from worldtrace.schemas.raw import RawObservation
@@ -158,69 +167,61 @@ def _is_test_file(path: str) -> bool:
     return base.endswith(".py") and (base.startswith("test_") or base.endswith("_test.py"))
 
 
+DEFAULT_WEIGHTS: dict[str, float] = {
+    "list": 2.0,
+    "read": 4.0,
+    "search": 2.5,
+    "test": 2.0,
+    "edit": 2.0,
+    "shell": 1.4,
+    "script": 0.4,
+}
+"""The relative frequency of each kind of action."""
+
+
+class SweExploreParams(PolicyParams):
+    """The parameters of :class:`SweExplorePolicy` (a config's ``policy.params``)."""
+
+    policy = "swe explore policy"
+
+    max_steps: int = Field(
+        default=30, ge=1, strict=True, description="actions per episode (then `act` ends it)"
+    )
+    weights: dict[str, Weight] = Field(
+        default_factory=lambda: dict(DEFAULT_WEIGHTS),
+        description="relative frequency of kinds of action (keys of DEFAULT_WEIGHTS); the "
+        "kinds given replace their defaults",
+    )
+    mistake_rate: Share = Field(
+        default=0.06,
+        description="the chance that a step is a natural mistake instead (a mistyped path, "
+        "test id or name)",
+    )
+
+    @field_validator("weights")
+    @classmethod
+    def _known_kinds(cls, weights: dict[str, float]) -> dict[str, float]:
+        return merged_weights(weights, DEFAULT_WEIGHTS, "weights", "action kinds in weights")
+
+
 class SweExplorePolicy(Policy[Any]):
     """Explores a repository from what it has seen in this episode; see the module docstring.
 
-    ``max_steps`` bounds the episode (``act`` returns None after that many actions);
-    ``weights`` overrides the relative frequency of the kinds of action (keys of
-    :attr:`DEFAULT_WEIGHTS`); ``mistake_rate`` is the chance that a step is a natural mistake
-    (a mistyped path, test id or name) instead.
+    Its parameters are :class:`SweExploreParams`, given as the model or as keywords
+    (``SweExplorePolicy(max_steps=5)``).
     """
 
     kind = "explore"
     name = "swe-explore"
     version = "1"
 
-    DEFAULT_WEIGHTS: dict[str, float] = {
-        "list": 2.0,
-        "read": 4.0,
-        "search": 2.5,
-        "test": 2.0,
-        "edit": 2.0,
-        "shell": 1.4,
-        "script": 0.4,
-    }
-    PARAMS = ("max_steps", "weights", "mistake_rate")
-    """The parameters a config's ``policy.params`` may give."""
+    DEFAULT_WEIGHTS = DEFAULT_WEIGHTS
 
-    def __init__(
-        self,
-        max_steps: int = 30,
-        weights: Mapping[str, float] | None = None,
-        mistake_rate: float = 0.06,
-        **unknown: Any,
-    ) -> None:
-        # A config's policy.params arrive as keywords: a misspelt one is a clear ValueError.
-        if unknown:
-            raise ValueError(
-                f"unknown parameters for the swe explore policy: {sorted(unknown)} "
-                f"(it takes {', '.join(self.PARAMS)})"
-            )
-        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-            raise ValueError(f"max_steps must be an integer of at least 1, got {max_steps!r}")
-        if weights is not None and not isinstance(weights, Mapping):
-            raise ValueError(f"weights must map action kinds to numbers, got {weights!r}")
-        unknown = sorted(set(weights or {}) - set(self.DEFAULT_WEIGHTS))
-        if unknown:
-            raise ValueError(
-                f"unknown action kinds in weights: {unknown} (known: {list(self.DEFAULT_WEIGHTS)})"
-            )
-        merged = {**self.DEFAULT_WEIGHTS, **(weights or {})}
-        bad = {
-            kind: weight
-            for kind, weight in merged.items()
-            if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0
-        }
-        if bad or not any(merged.values()):
-            raise ValueError(
-                f"weights must be non-negative numbers, not all 0; got {bad or merged}"
-            )
-        number = isinstance(mistake_rate, int | float) and not isinstance(mistake_rate, bool)
-        if not number or not 0 <= mistake_rate <= 1:
-            raise ValueError(f"mistake_rate must be a number in [0, 1], got {mistake_rate!r}")
-        self.max_steps = max_steps
-        self.weights = {kind: float(weight) for kind, weight in merged.items()}
-        self.mistake_rate = float(mistake_rate)
+    def __init__(self, params: SweExploreParams | None = None, /, **keywords: Any) -> None:
+        self.params = SweExploreParams.given(params, keywords)
+        self.max_steps = self.params.max_steps
+        self.weights = dict(self.params.weights)
+        self.mistake_rate = self.params.mistake_rate
         self._generators: dict[str, Callable[[], list[_Step] | None]] = {
             "list": self._list,
             "read": self._read,

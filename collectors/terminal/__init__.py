@@ -35,9 +35,9 @@ IMAGE = ImageDefinition("terminal", Path(__file__).parent / "image")
 
 def explore_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Policy[Any]:
     """The ``explore`` policy: commands built from what the episode has shown so far."""
-    from worldtrace.collectors.terminal.explore import ExplorePolicy
+    from worldtrace.collectors.terminal.explore import ExplorePolicy, TerminalExploreParams
 
-    return ExplorePolicy(**params)
+    return ExplorePolicy(TerminalExploreParams.validated(params))
 
 
 class TerminalCollector(Collector[TerminalConfig, TerminalTask]):

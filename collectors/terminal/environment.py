@@ -32,8 +32,13 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from worldtrace.collectors.base import EnvironmentConfig, StepOutcome, TaskSetupError
-from worldtrace.collectors.driven import DriverEnvironment
+from worldtrace.collectors.base import StepOutcome, TaskSetupError
+from worldtrace.collectors.driven import (
+    DriverEnvironment,
+    LostSandbox,
+    SandboxConfig,
+    SandboxLimits,
+)
 from worldtrace.collectors.terminal.tasks.helpers import HOME, TerminalTask
 from worldtrace.sandboxes import view
 from worldtrace.sandboxes.docker import Limits, SandboxError
@@ -55,11 +60,15 @@ VERSION_PROBE = [
 """Prints the versions of bash, tmux, python3 and Debian in the image, one ``name=v`` a line."""
 
 
-class TerminalConfig(EnvironmentConfig):
+IMAGE_TAG = "worldtrace/terminal:latest"
+
+
+class TerminalConfig(SandboxConfig):
     """Configuration of the terminal environment."""
 
-    image: str = Field(default="worldtrace/terminal:latest", description="sandbox image")
-    limits: Limits = Field(default_factory=Limits)
+    default_image = IMAGE_TAG
+    image: str = Field(default=IMAGE_TAG, description="sandbox image")
+    limits: SandboxLimits = Field(default_factory=Limits)
     width: int = Field(default=160, ge=20, le=500, description="tmux pane columns")
     height: int = Field(default=40, ge=5, le=200, description="tmux pane rows")
     quiet_s: float = Field(
@@ -105,6 +114,7 @@ class TerminalEnvironment(DriverEnvironment[TerminalConfig, TerminalTask]):
     driver = DRIVER
     state_field = "screen"
     driver_error_field = "error"
+    stale_field = "screen_stale"
 
     def __init__(self, config: TerminalConfig | None = None, labels: dict[str, str] | None = None):
         super().__init__(config or TerminalConfig(), labels)
@@ -174,14 +184,10 @@ class TerminalEnvironment(DriverEnvironment[TerminalConfig, TerminalTask]):
         exited = bool(observation.get("exited"))
         return self._outcome(observation, started, error=error, terminated=exited)
 
-    def _lost_outcome(self, error: SandboxError, started: float) -> StepOutcome:
-        """The sandbox stopped answering during a step: record why, and end the episode."""
-        skipped = self._abandon_driver()
-        reason = self._lost_reason(error)
-        observation = self._last_look()
-        stale = observation is None
+    def _lost_observation(self, lost: LostSandbox) -> RawObservation:
+        """The last look's screen, else the one before: nothing new scrolled, nothing completed."""
+        observation = lost.look
         if observation is None:
-            # Only what the screen showed before: nothing new scrolled, nothing completed.
             observation = {
                 **(self._last or {}),
                 "scrollback": "",
@@ -192,18 +198,8 @@ class TerminalEnvironment(DriverEnvironment[TerminalConfig, TerminalTask]):
                 "foreground": None,
                 "timings": {},
             }
-        observation.update(sandbox_lost=True, screen_stale=stale, skipped_replies=skipped)
-        self._last = observation
-        return StepOutcome(
-            observation=observation,
-            latency_s=time.monotonic() - started,
-            truncated=True,
-            error=reason,
-        )
-
-    def _lost_reason(self, error: SandboxError) -> str:
-        """Why the step lost its sandbox, as the step's error says it."""
-        return self.sandbox.lost_reason(error)
+        observation.update(lost.marks())
+        return observation
 
     def evaluate(self, task: TerminalTask | None) -> float | None:
         """Run the task's check as the user: 1.0 if it exits 0, else 0.0.

@@ -25,8 +25,18 @@ import re
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from worldtrace.collectors.base import HistoryItem, Policy, RawObservation
+from pydantic import Field, field_validator
+
+from worldtrace.collectors.base import (
+    HistoryItem,
+    Policy,
+    PolicyParams,
+    RawObservation,
+    Weight,
+    merged_weights,
+)
 from worldtrace.collectors.terminal.actions import command, keys, wait
 from worldtrace.collectors.terminal.screen import plain_screen
 from worldtrace.collectors.terminal.tasks.helpers import HOME, TerminalTask
@@ -196,43 +206,62 @@ class _Plan:
     parse: tuple[str, str] | None = None
 
 
+DEFAULT_WEIGHTS: dict[str, float] = {
+    "list": 3.0,
+    "cd": 2.0,
+    "read": 4.0,
+    "grep": 2.0,
+    "find": 1.0,
+    "create": 2.0,
+    "modify": 2.0,
+    "python": 1.5,
+    "interactive": 1.5,
+    "jobs": 1.0,
+    "git": 1.5,
+    "env": 0.7,
+    "misc": 0.8,
+    "fail": 0.8,
+}
+"""The relative frequency of each kind of action."""
+
+
+class TerminalExploreParams(PolicyParams):
+    """The parameters of :class:`ExplorePolicy` (a config's ``policy.params``)."""
+
+    policy = "terminal explore policy"
+
+    max_steps: int = Field(
+        default=40, ge=1, strict=True, description="actions per episode (then `act` ends it)"
+    )
+    weights: dict[str, Weight] = Field(
+        default_factory=lambda: dict(DEFAULT_WEIGHTS),
+        description="relative frequency of kinds of action (keys of DEFAULT_WEIGHTS); the "
+        "kinds given replace their defaults",
+    )
+
+    @field_validator("weights")
+    @classmethod
+    def _known_kinds(cls, weights: dict[str, float]) -> dict[str, float]:
+        return merged_weights(weights, DEFAULT_WEIGHTS, "weights", "action kinds in weights")
+
+
 class ExplorePolicy(Policy[TerminalTask]):
     """Explores a shell from what it has seen in this episode; see the module docstring.
 
-    ``max_steps`` bounds the episode (``act`` returns None after that many actions);
-    ``weights`` overrides the relative frequency of the kinds of action (keys of
-    :attr:`DEFAULT_WEIGHTS`).
+    Its parameters are :class:`TerminalExploreParams`, given as the model or as keywords
+    (``ExplorePolicy(max_steps=5)``).
     """
 
     kind = "explore"
     name = "terminal-explore"
     version = "1"
 
-    DEFAULT_WEIGHTS: dict[str, float] = {
-        "list": 3.0,
-        "cd": 2.0,
-        "read": 4.0,
-        "grep": 2.0,
-        "find": 1.0,
-        "create": 2.0,
-        "modify": 2.0,
-        "python": 1.5,
-        "interactive": 1.5,
-        "jobs": 1.0,
-        "git": 1.5,
-        "env": 0.7,
-        "misc": 0.8,
-        "fail": 0.8,
-    }
+    DEFAULT_WEIGHTS = DEFAULT_WEIGHTS
 
-    def __init__(self, max_steps: int = 40, weights: dict[str, float] | None = None) -> None:
-        if max_steps < 1:
-            raise ValueError("max_steps must be at least 1")
-        unknown = set(weights or {}) - set(self.DEFAULT_WEIGHTS)
-        if unknown:
-            raise ValueError(f"unknown action kinds in weights: {sorted(unknown)}")
-        self.max_steps = max_steps
-        self.weights = {**self.DEFAULT_WEIGHTS, **(weights or {})}
+    def __init__(self, params: TerminalExploreParams | None = None, /, **keywords: Any) -> None:
+        self.params = TerminalExploreParams.given(params, keywords)
+        self.max_steps = self.params.max_steps
+        self.weights = dict(self.params.weights)
         self._generators: dict[str, Callable[[], _Plan | None]] = {
             "list": self._list,
             "cd": self._cd,

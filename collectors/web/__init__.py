@@ -83,9 +83,9 @@ def script_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Pol
 
 def explore_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Policy[Any]:
     """The ``explore`` policy: a seeded walk over the site's interactive elements."""
-    from worldtrace.collectors.web.explore import ExplorePolicy
+    from worldtrace.collectors.web.explore import ExplorePolicy, WebExploreParams
 
-    return ExplorePolicy(**params)
+    return ExplorePolicy(WebExploreParams.validated(params))
 
 
 class WebCollector(Collector[WebConfig, WebTask]):

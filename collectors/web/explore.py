@@ -22,7 +22,16 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from worldtrace.collectors.base import HistoryItem, Policy, RawObservation
+from pydantic import Field, field_validator
+
+from worldtrace.collectors.base import (
+    HistoryItem,
+    Policy,
+    PolicyParams,
+    RawObservation,
+    Weight,
+    merged_weights,
+)
 from worldtrace.collectors.web.actions import make_action
 from worldtrace.collectors.web.axtree import node_name, node_property, node_role
 from worldtrace.collectors.web.tasks import WebTask, site_url_of
@@ -64,28 +73,48 @@ TAB_ACTIONS = frozenset({"new_tab", "tab_close", "tab_focus"})
 """Actions after which the active tab's history is another one (counted afresh)."""
 
 
+class WebExploreParams(PolicyParams):
+    """The parameters of :class:`ExplorePolicy` (a config's ``policy.params``)."""
+
+    policy = "web explore policy"
+
+    novelty: float = Field(
+        default=4.0, ge=1, strict=True, description="how much more an untried element weighs"
+    )
+    avoided_weight: Weight = Field(
+        default=0.05,
+        description="what the weight of an element named like AVOIDED_NAMES (log out, delete, "
+        "...) is multiplied by",
+    )
+    moves: dict[str, Weight] = Field(
+        default_factory=lambda: dict(MOVES),
+        description="relative frequency of the ways to act (keys of MOVES); the ways given "
+        "replace their defaults",
+    )
+
+    @field_validator("moves")
+    @classmethod
+    def _known_moves(cls, moves: dict[str, float]) -> dict[str, float]:
+        return merged_weights(moves, MOVES, "moves", "moves")
+
+
 class ExplorePolicy(Policy[WebTask]):
-    """A seeded random walk over the site's interactive elements, preferring the untried."""
+    """A seeded random walk over the site's interactive elements, preferring the untried.
+
+    Its parameters are :class:`WebExploreParams`, given as the model or as keywords
+    (``ExplorePolicy(novelty=2)``).
+    """
 
     kind = "explore"
     name = "web-explore"
     version = "2"
     """2: never goes back off the site, and returns to the start page from a blank one."""
 
-    def __init__(
-        self,
-        novelty: float = 4.0,
-        avoided_weight: float = 0.05,
-        moves: dict[str, float] | None = None,
-    ) -> None:
-        if novelty < 1:
-            raise ValueError(f"novelty must be at least 1, got {novelty}")
-        unknown = sorted(set(moves or {}) - set(MOVES))
-        if unknown:
-            raise ValueError(f"unknown moves {unknown}; known: {sorted(MOVES)}")
-        self.novelty = novelty
-        self.avoided_weight = avoided_weight
-        self.moves = {**MOVES, **(moves or {})}
+    def __init__(self, params: WebExploreParams | None = None, /, **keywords: Any) -> None:
+        self.params = WebExploreParams.given(params, keywords)
+        self.novelty = self.params.novelty
+        self.avoided_weight = self.params.avoided_weight
+        self.moves = dict(self.params.moves)
         """Weights of the ways to act (:data:`MOVES`, with the given ones replaced)."""
         self._random = random.Random(0)
         self._tried: set[tuple[str, str, str]] = set()

@@ -175,7 +175,7 @@ def test_helpers() -> None:
 @pytest.mark.parametrize(
     ("params", "message"),
     [
-        ({"open_share": 1.5}, "open_share must be between 0 and 1"),
+        ({"open_share": 1.5}, "open_share should be less than or equal to 1, got 1.5"),
         ({"vocabulary": []}, "non-empty list"),
         ({"vocabulary": ["ok", " "]}, "non-empty list"),
     ],
