@@ -1,8 +1,10 @@
 """What a domain needs on the machine, and how `worldtrace doctor` checks it.
 
 A domain declares its :class:`Requirements` (Debian packages, sandbox images, any further
-checks) on its collector; `make setup` installs the packages and builds the images of every
-registered domain, and `worldtrace doctor` checks them, so neither keeps a list of its own.
+checks) on its collector; `make setup` installs the packages, the first `worldtrace collect`
+of a domain builds the images its configuration uses (`make setup` with
+``WORLDTRACE_IMAGES=all`` builds every domain's, for the tests), and `worldtrace doctor`
+checks them, so none of them keeps a list of its own.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ class Requirements:
     """Checks beyond packages and images (a browser that launches, say); each never raises."""
 
     def require_images(self) -> None:
-        """Raise ``SandboxError`` naming the first missing image and how to build it."""
+        """Raise ``SandboxError`` naming the first missing image and how to build it.
+
+        Inside ``sandboxes.images.building_on_first_use`` the images are built instead.
+        """
         for image in self.images:
             require_image(image.tag)

@@ -224,6 +224,41 @@ def _collecting_progress(total: int) -> tuple[Progress, _ProgressBar]:
     return bar, _ProgressBar(bar, total)
 
 
+def _say_raw(text: str) -> None:
+    """Write ``text`` to the screen as it is: a build's line is finished when the build is."""
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
+def _first_use_builds(collector: Any) -> Any:
+    """A context in which the domain's preflight builds the images it asks for, if needed."""
+    from worldtrace.flows.logs import log_dir
+    from worldtrace.sandboxes.images import building_on_first_use
+
+    return building_on_first_use(collector.requirements.images, log_dir(), _say_raw)
+
+
+def _build_used_images(config: Any) -> None:
+    """Build the images this collection uses that are missing or stale, one line each.
+
+    Run before the progress bar, so the lines are not drawn under it. Only for this machine's
+    engine: on a sandbox host ``run_collection`` builds the domain's images there.
+    """
+    from worldtrace.sandboxes import remote
+    from worldtrace.sandboxes.images import image_status
+
+    if config.sandbox_host or remote.current_host():
+        return
+    collector = config.collector()  # the one the config was checked with
+    try:
+        if all(image_status(d) == "current" for d in collector.requirements.images):
+            return  # the usual case: no second preflight
+    except Exception:
+        pass  # no engine, say: the preflight below says so as it always has
+    with _first_use_builds(collector):
+        collector.preflight(collector.environment_config.model_validate(config.environment))
+
+
 @app.command()
 def collect(
     domain: Annotated[str | None, typer.Argument(help="domain to collect, e.g. terminal")] = None,
@@ -316,6 +351,7 @@ def collect(
 
     check_run_location(config)
     console.print(f"run directory: {config.run_location}", highlight=False)
+    _build_used_images(config)
     bar, listener = _collecting_progress(config.episodes)
     with bar, listening(listener):
         summary = run_collection(config)
@@ -565,6 +601,7 @@ def run(
         raise ConfigError(f"cannot read {pipeline_file}: {error}") from None
     config = load_pipeline_config(pipeline_file, sha256)
     collector = get_collector(config.collect.domain)
+    _build_used_images(config.collect)
     collector.preflight(collector.environment_config.model_validate(config.collect.environment))
     bar, listener = _collecting_progress(config.collect.episodes)
     with bar, listening(listener):
@@ -620,21 +657,36 @@ def tasks(
 
 @sandboxes_app.command("build")
 def sandboxes_build(
+    domains: Annotated[
+        list[str] | None,
+        typer.Argument(help="the domains whose images to build; default: every registered one"),
+    ] = None,
+    base_only: Annotated[
+        bool,
+        typer.Option(
+            "--base-only",
+            help="only the base and clock images (a domain's are built when it is first used)",
+        ),
+    ] = False,
     force: Annotated[bool, typer.Option(help="rebuild even if current")] = False,
 ) -> None:
-    """Build the base image and every image a registered domain needs that is stale."""
-    from worldtrace.collectors.registry import registered_collectors
-    from worldtrace.flows.logs import verbose
-    from worldtrace.sandboxes.images import build_images
+    """Build the base image and the images of the domains that are missing or stale.
 
-    definitions = [i for c in registered_collectors() for i in c.requirements.images]
+    One line per image; each build's output goes to a log file in the log folder, whose
+    path a failed build names.
+    """
+    from worldtrace.collectors.registry import get_collector, registered_collectors
+    from worldtrace.flows.logs import log_dir
+    from worldtrace.sandboxes.images import ensure_images_logged
 
-    def log(line: str) -> None:
-        # Dockerfile steps are enough to follow a long build; --verbose shows everything.
-        if verbose() or line.startswith(("Step ", "debootstrap")):
-            console.print(f"  {line}", highlight=False, markup=False)
-
-    build_images(definitions, force=force, say=lambda line: print(line, flush=True), log=log)
+    if base_only:
+        collectors = []
+    elif domains:
+        collectors = [get_collector(domain) for domain in domains]
+    else:
+        collectors = list(registered_collectors())
+    definitions = [i for c in collectors for i in c.requirements.images]
+    ensure_images_logged(definitions, log_dir(), _say_raw, force=force, report_current=True)
 
 
 @sandboxes_app.command("list")

@@ -13,12 +13,17 @@ machine keeps every episode any machine sealed, and records only the rest.
 
 Nothing an environment returned or an action contained may reach Prefect's database or logs
 (a replay policy's actions, a screen with a secret on it): the flow and its tasks take the run
-directory and the sha256 of its ``run.json`` and read the configuration from there, return
-only counts, and raise only exceptions whose message names the episode, never its content.
+directory and the sha256 of its ``run.json`` and find the run prepared in this process by them
+(:class:`PreparedRun`, read from ``run.json`` when none is), return only counts, and raise
+only exceptions whose message names the episode, never its content.
 """
 
 from __future__ import annotations
 
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +31,14 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from worldtrace.collectors.base import Environment, ModelUnavailable
+from worldtrace.collectors.base import (
+    Collector,
+    Environment,
+    EnvironmentConfig,
+    EpisodePlan,
+    ModelUnavailable,
+    Policy,
+)
 from worldtrace.collectors.episode import (
     EpisodeInterrupted,
     EpisodeLimits,
@@ -37,7 +49,6 @@ from worldtrace.collectors.episode import (
     stop_requested,
 )
 from worldtrace.collectors.recorder import EpisodeAlreadySealed, RunRecorder
-from worldtrace.collectors.registry import get_collector
 from worldtrace.flows import progress
 from worldtrace.flows.config import CollectConfig, claim_run, load_run
 from worldtrace.flows.server_watch import watching_the_server
@@ -50,11 +61,119 @@ from worldtrace.sandboxes.docker import RUN_LABEL, SandboxError, docker_client, 
 from worldtrace.sandboxes.engine import EngineLost, remove_left_behind, wait_for_engine
 from worldtrace.schemas.errors import ConfigError, SetupError
 from worldtrace.schemas.layouts import RunLayout
-from worldtrace.schemas.storage import RemoteFolder, is_remote
+from worldtrace.schemas.storage import RemoteFolder, is_remote, local_path
 
 ENGINE_WAIT_S = 120.0
 """How long an episode whose engine went away waits for it to answer again (a daemon restart
 takes seconds) before the run stops, resumable."""
+
+
+class PreparedRun:
+    """A run's configuration and what each of its episodes needs, made once per process.
+
+    The collector, the environment config, the layout, the recorder and the limits are shared
+    by every episode of the run (none of them keeps an episode's state); a policy does keep
+    its episode's state, so :meth:`policy` makes a new one each time. Made from a validated
+    config by :func:`run_collection`, or read back from ``run.json`` by the flow when it runs
+    in a process of its own (a deployment's worker); the flow and its tasks find it in this
+    process by run directory and config digest (:func:`prepared_run`), so what Prefect is given
+    stays references only.
+    """
+
+    def __init__(self, config: CollectConfig) -> None:
+        self.config = config
+        self.collector: Collector[Any, Any] = config.collector()
+        self.environment: EnvironmentConfig = self.collector.environment_config.model_validate(
+            config.environment
+        )
+        # A policy plays the plans of its ``plans_as`` kind (a model pursuing the task library
+        # plays the scripted plans), not always its own kind's.
+        self.plans_as = self.policy().plans_as
+        self.layout = RunLayout(config.run_dir)
+        self.limits = EpisodeLimits(config.max_steps, config.step_timeout_s)
+        self.run_labels = {RUN_LABEL: config.resolved_run_name()}
+        self._recorder: RunRecorder | None = None
+        self._hosts_ready: set[str] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def recorder(self) -> RunRecorder:
+        """The run's recorder, made on first use (once the run is claimed)."""
+        with self._lock:
+            if self._recorder is None:
+                self._recorder = RunRecorder(self.layout.root, self.config.identity())
+            return self._recorder
+
+    def policy(self) -> Policy[Any]:
+        """A new policy for one episode."""
+        return self.collector.make_policy(self.config.policy.kind, self.config.policy.params)
+
+    def plan(self, index: int) -> EpisodePlan[Any]:
+        """Episode ``index``'s plan: its seed, and its task if it has one."""
+        config = self.config
+        return self.collector.plan(
+            index, config.seed + index, self.plans_as, config.policy.tasks, self.environment
+        )
+
+    def prepare_sandbox_host(self, sandbox_host: str | None) -> None:
+        """On another machine's engine: refuse a disk cap, and build the domain's images there.
+
+        Once per host for this run: the flow asks again for the host it was given.
+        """
+        if sandbox_host is None:
+            return
+        with self._lock:
+            if sandbox_host in self._hosts_ready:
+                return
+            remote.require_no_disk_cap(self.environment, sandbox_host)
+            remote.ensure_images(self.collector.requirements.images, docker_client(sandbox_host))
+            self._hosts_ready.add(sandbox_host)
+
+
+_RUNS: dict[tuple[str, str], PreparedRun] = {}
+"""The runs this process is collecting, by run directory and config digest."""
+_RUNS_LOCK = threading.Lock()
+
+
+def _run_key(run_dir: Path, config_sha256: str) -> tuple[str, str]:
+    return os.path.abspath(run_dir), config_sha256
+
+
+def prepared_run(run_dir: Path, config_sha256: str) -> PreparedRun:
+    """The run in ``run_dir`` pinned by ``config_sha256``: this process's, else read anew.
+
+    Read anew (from ``run.json``, digest checked) when no run of this process holds it: an
+    episode task that runs in a process of its own.
+    """
+    with _RUNS_LOCK:
+        prepared = _RUNS.get(_run_key(run_dir, config_sha256))
+    return prepared if prepared is not None else PreparedRun(load_run(run_dir, config_sha256))
+
+
+@contextmanager
+def _holding(
+    run_dir: Path, config_sha256: str, prepared: PreparedRun | None = None
+) -> Iterator[PreparedRun]:
+    """Keep the run where :func:`prepared_run` finds it while the block runs.
+
+    A run this process holds already is the one used (the flow started by
+    :func:`run_collection`); otherwise ``prepared``, or the run read from ``run.json``, is
+    held until the block ends, so nothing a finished run prepared outlives it.
+    """
+    key = _run_key(run_dir, config_sha256)
+    with _RUNS_LOCK:
+        held = _RUNS.get(key)
+    if held is not None:
+        yield held
+        return
+    prepared = prepared or PreparedRun(load_run(run_dir, config_sha256))
+    with _RUNS_LOCK:
+        _RUNS[key] = prepared
+    try:
+        yield prepared
+    finally:
+        with _RUNS_LOCK:
+            _RUNS.pop(key, None)
 
 
 class EngineGone(SandboxError):
@@ -107,36 +226,25 @@ def collect_episode(
 
     Its sandboxes run on ``sandbox_host``'s engine (None: this process's default one).
     """
-    config = load_run(Path(run_dir), config_sha256)
-    episode_id = config.episode_id(index)
+    run = prepared_run(Path(run_dir), config_sha256)
+    episode_id = run.config.episode_id(index)
     if stop_requested():
         return _stopped(episode_id)
-    collector = get_collector(config.domain)
-    env_config = collector.environment_config.model_validate(config.environment)
-    policy = collector.make_policy(config.policy.kind, config.policy.params)
-    plan = collector.plan(
-        index, config.seed + index, policy.plans_as, config.policy.tasks, env_config
-    )
-    recorder = RunRecorder(config.run_dir, config.identity())
+    policy = run.policy()
+    plan = run.plan(index)
     # A slot of this machine's and this domain's sandbox limits while the sandbox lives, where
     # such limits exist on a Prefect server (flows/slots.py); nothing at all otherwise.
-    run_labels = {RUN_LABEL: config.resolved_run_name()}
-    with sandbox_slot(config.domain, sandbox_host):
+    with sandbox_slot(run.config.domain, sandbox_host):
         while True:  # again after the engine came back: the lost attempt was set aside
             if stop_requested():  # asked while waiting for a slot or for the engine
                 return _stopped(episode_id)
-            env = collector.make_environment(env_config)
+            env = run.collector.make_environment(run.environment)
             lost = False
             try:
-                writer = recorder.begin(episode_id)
-                with remote.on_host(sandbox_host), labelled(run_labels):
+                writer = run.recorder.begin(episode_id)
+                with remote.on_host(sandbox_host), labelled(run.run_labels):
                     result = run_episode(
-                        env,
-                        policy,
-                        writer,
-                        plan,
-                        EpisodeLimits(config.max_steps, config.step_timeout_s),
-                        on_step=progress.step_done,
+                        env, policy, writer, plan, run.limits, on_step=progress.step_done
                     )
                 break
             except EpisodeInterrupted:
@@ -154,7 +262,7 @@ def collect_episode(
                 request_stop()  # the other episodes are set aside too, at once
                 raise EngineGone(episode_id)
             with remote.on_host(sandbox_host):
-                remove_left_behind(run_labels)
+                remove_left_behind(run.run_labels)
     progress.episode_done(result)
     return _counts(result)
 
@@ -201,18 +309,48 @@ def collect(
     ``WORLDTRACE_SANDBOX_HOST``, else the local engine; see :mod:`worldtrace.sandboxes.remote`).
     """
     staged = stage_run(run_dir)
-    local_dir = staged.local if staged is not None else Path(run_dir)
-    config = load_run(local_dir, config_sha256)
+    local_dir = staged.local if staged is not None else local_path(run_dir)
+    with _holding(local_dir, config_sha256) as run:
+        counts = _collect_run(run, local_dir, staged, config_sha256, retries, sandbox_host)
+    summary: dict[str, Any] = {"run_dir": run_dir, **counts}
+    # A stopped run is resumed later; its user asked for it to end now, not to normalize.
+    if normalize and not stop_requested():
+        report = normalize_run(run.layout.root, renderer=run.collector.renderer())
+        summary |= {
+            "transitions": report.transitions,
+            "episodes": report.episodes,
+            "quarantined": len(report.quarantined),
+        }
+        if run.config.policy.kind == "llm":
+            # From the episodes the normalizer wrote (the whole run's, resumed ones included):
+            # only these numbers pass through Prefect, never what an episode produced.
+            summary["model_usage"] = usage_sum(usage_totals(str(run.layout.episodes_table)))
+    if staged is not None:
+        # Sealed episodes already there are kept as they are (another machine's, maybe).
+        staged.upload_tree(
+            exclude=(f"{RunLayout.PARTIAL}/",), keep_existing=(f"{RunLayout.SEALED}/",)
+        )
+    return summary
+
+
+def _collect_run(
+    run: PreparedRun,
+    local_dir: Path,
+    staged: RemoteFolder | None,
+    config_sha256: str,
+    retries: int,
+    sandbox_host: str | None,
+) -> dict[str, Any]:
+    """Record the run's missing episodes, one task each; return the counts of the summary."""
+    config = run.config
     sandbox_host = sandbox_host or remote.current_host()
-    _prepare_sandbox_host(config, sandbox_host)
+    run.prepare_sandbox_host(sandbox_host)
     # The sandboxes a killed attempt of this run left behind: their owner is dead.
-    run_labels = {RUN_LABEL: config.resolved_run_name()}
-    orphans = gc(labels=run_labels, client=docker_client(sandbox_host))
+    orphans = gc(labels=run.run_labels, client=docker_client(sandbox_host))
     with remote.on_host(sandbox_host):  # and those this process could not remove, engine away
-        orphans += remove_left_behind(run_labels)
-    recorder = RunRecorder(config.run_dir, config.identity())
-    interrupted = recorder.recover_interrupted()
-    sealed = recorder.sealed_ids()
+        orphans += remove_left_behind(run.run_labels)
+    interrupted = run.recorder.recover_interrupted()
+    sealed = run.recorder.sealed_ids()
     pending = [i for i in range(config.episodes) if config.episode_id(i) not in sealed]
     episode_task = collect_episode.with_options(retries=retries)
     results: list[dict[str, Any]] = []
@@ -238,9 +376,10 @@ def collect(
                 if stop_requested():
                     results.append(_stopped(config.episode_id(index)))
                 else:
-                    results.append(_seal_broken_episode(config, index, failure.reason))
+                    results.append(_seal_broken_episode(run, index, failure.reason))
             if staged is not None and results[-1]["status"] != "stopped":
-                staged.upload(f"raw/episodes/{config.episode_id(index)}.jsonl", overwrite=False)
+                sealed_file = run.layout.sealed_episode(config.episode_id(index))
+                staged.upload(run.layout.relative(sealed_file), overwrite=False)
     if engine_gone:
         raise SandboxError(
             f"the sandbox engine stopped answering and did not come back within "
@@ -255,8 +394,7 @@ def collect(
         )
     stopped = sum(r["status"] == "stopped" for r in results)
     results = [r for r in results if r["status"] != "stopped"]
-    summary: dict[str, Any] = {
-        "run_dir": run_dir,
+    return {
         "requested": config.episodes,
         "already_sealed": len(sealed),
         "resumed_interrupted": len(interrupted),
@@ -267,23 +405,6 @@ def collect(
         "steps": sum(r["steps"] for r in results),
         "errors": sum(r["errors"] for r in results),
     }
-    # A stopped run is resumed later; its user asked for it to end now, not to normalize.
-    if normalize and not stop_requested():
-        report = normalize_run(config.run_dir)
-        summary |= {
-            "transitions": report.transitions,
-            "episodes": report.episodes,
-            "quarantined": len(report.quarantined),
-        }
-        if config.policy.kind == "llm":
-            # From the episodes the normalizer wrote (the whole run's, resumed ones included):
-            # only these numbers pass through Prefect, never what an episode produced.
-            episodes_table = RunLayout(config.run_dir).episodes_table
-            summary["model_usage"] = usage_sum(usage_totals(str(episodes_table)))
-    if staged is not None:
-        # Sealed episodes already there are kept as they are (another machine's, maybe).
-        staged.upload_tree(exclude=("raw/partial/",), keep_existing=("raw/episodes/",))
-    return summary
 
 
 def stage_run(run_dir: str) -> RemoteFolder | None:
@@ -295,56 +416,40 @@ def stage_run(run_dir: str) -> RemoteFolder | None:
     if not is_remote(run_dir):
         return None
     staged = RemoteFolder(run_dir)
-    staged.download("run.json")
+    staged.download(RunLayout.MANIFEST)
     if not RunLayout(staged.local).manifest.is_file():
         raise ConfigError(f"{run_dir} holds no run.json; start the run with `worldtrace collect`")
-    staged.download("raw/episodes/*.jsonl")
-    staged.download("raw/interrupted/*")
+    staged.download(f"{RunLayout.SEALED}/*.jsonl")
+    staged.download(f"{RunLayout.INTERRUPTED}/*")
     return staged
 
 
-def _seal_broken_episode(config: CollectConfig, index: int, reason: str) -> dict[str, Any]:
+def _seal_broken_episode(run: PreparedRun, index: int, reason: str) -> dict[str, Any]:
     """Keep a record of an episode whose sandbox failed on every attempt."""
-    collector = get_collector(config.domain)
-    recorder = RunRecorder(config.run_dir, config.identity())
-    env_config = collector.environment_config.model_validate(config.environment)
-    policy = collector.make_policy(config.policy.kind, config.policy.params)
-    plan = collector.plan(
-        index, config.seed + index, policy.plans_as, config.policy.tasks, env_config
-    )
-    limits = EpisodeLimits(config.max_steps, config.step_timeout_s)
-    writer = recorder.begin(config.episode_id(index))
-    result = seal_after_retries(writer, plan, policy, limits, reason)
+    writer = run.recorder.begin(run.config.episode_id(index))
+    result = seal_after_retries(writer, run.plan(index), run.policy(), run.limits, reason)
     progress.episode_done(result)
     return _counts(result)
 
 
-def _prepare_sandbox_host(config: CollectConfig, sandbox_host: str | None) -> None:
-    """On another machine's engine: refuse a disk cap, and build the domain's images there."""
-    if sandbox_host is None:
-        return
-    collector = get_collector(config.domain)
-    environment = collector.environment_config.model_validate(config.environment)
-    remote.require_no_disk_cap(environment, sandbox_host)
-    remote.ensure_images(collector.requirements.images, docker_client(sandbox_host))
-
-
 def run_collection(config: CollectConfig) -> dict[str, Any]:
     """Check the environment can run, then run the flow with ``config.workers`` at a time."""
+    run = PreparedRun(config)
     # Fail fast (no image, no engine, a bad sandbox host) before the Prefect API spends
     # seconds starting up.
-    collector = get_collector(config.domain)
     sandbox_host = config.sandbox_host or remote.current_host()
-    _prepare_sandbox_host(config, sandbox_host)
+    run.prepare_sandbox_host(sandbox_host)
     with remote.on_host(sandbox_host):
-        collector.preflight(collector.environment_config.model_validate(config.environment))
-    collector.make_policy(config.policy.kind, config.policy.params).preflight()
+        run.collector.preflight(run.environment)
+    run.policy().preflight()
     config_sha256 = claim_run(config)
     runner = ThreadPoolTaskRunner(max_workers=config.workers)
-    return collect.with_options(task_runner=runner)(
-        config.run_location,
-        config_sha256,
-        retries=config.retries,
-        normalize=config.normalize,
-        sandbox_host=config.sandbox_host,
-    )
+    # The flow and its episodes find this prepared run here: Prefect is given references only.
+    with _holding(config.run_dir, config_sha256, run):
+        return collect.with_options(task_runner=runner)(
+            config.run_location,
+            config_sha256,
+            retries=config.retries,
+            normalize=config.normalize,
+            sandbox_host=config.sandbox_host,
+        )

@@ -30,14 +30,18 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
+from worldtrace.collectors.base import Collector
 from worldtrace.collectors.recorder import RunRecorder
 from worldtrace.collectors.registry import get_collector
 from worldtrace.schemas.errors import ConfigError, InputError, validation_problems
+from worldtrace.schemas.layouts import LayoutError, RunLayout
 from worldtrace.schemas.storage import (
     RemoteFolder,
     check_persistent,
@@ -68,6 +72,25 @@ class PolicyConfig(BaseModel):
 
 _NOT_IDENTITY = {"workers", "out", "normalize", "retries", "sandbox_host"}
 """How and where a run collects, not what: a run resumed with other values is the same run."""
+
+CHECK_DOMAIN = "check_domain"
+"""The validation context key that, False, skips asking the domain about a config (for the
+read-back of a config just checked: see :func:`claim_run`)."""
+
+
+class _CollectorMemo:
+    """The collector a config was checked with, kept for whoever runs the config.
+
+    Not part of the config's value: any two memos compare equal, so configs with the same
+    fields are equal whichever collector instance checked them.
+    """
+
+    def __init__(self) -> None:
+        self.domain: str | None = None
+        self.collector: Collector[Any, Any] | None = None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _CollectorMemo)
 
 
 class CollectConfig(BaseModel):
@@ -107,6 +130,8 @@ class CollectConfig(BaseModel):
         "default: WORLDTRACE_SANDBOX_HOST of the process running the episodes, else this "
         "machine's engine. Where, not what: not part of the run's identity",
     )
+    # Building a collector reads the entry points and imports its domain: done once per config.
+    _memo: _CollectorMemo = PrivateAttr(default_factory=_CollectorMemo)
 
     @field_validator("sandbox_host")
     @classmethod
@@ -118,15 +143,24 @@ class CollectConfig(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _known_to_the_domain(self) -> CollectConfig:
+    def _known_to_the_domain(self, info: ValidationInfo) -> CollectConfig:
+        if not (info.context or {}).get(CHECK_DOMAIN, True):
+            return self
         try:
-            collector = get_collector(self.domain)
+            collector = self.collector()
             environment = collector.environment_config.model_validate(self.environment)
             policy = collector.make_policy(self.policy.kind, self.policy.params)
             collector.plan(0, self.seed, policy.plans_as, self.policy.tasks, environment)
         except LookupError as error:  # unknown domain or task: pydantic reports ValueErrors
             raise ValueError(error.args[0]) from None
         return self
+
+    def collector(self) -> Collector[Any, Any]:
+        """The domain's collector: the one this config was checked with, else a new one."""
+        memo = self._memo
+        if memo.collector is None or memo.domain != self.domain:  # a copy with another domain
+            memo.collector, memo.domain = get_collector(self.domain), self.domain
+        return memo.collector
 
     def identity(self) -> dict[str, Any]:
         """The fields that define what is collected (not how fast or where)."""
@@ -189,34 +223,40 @@ def claim_run(config: CollectConfig) -> str:
     """
     check_run_location(config)
     recorded = json.loads(json.dumps(config.identity()))
-    if validate_config({**recorded, "out": config.out}).identity() != recorded:
-        # A resume reads the config back from run.json: it must be the same config.
+    # A resume reads the config back from run.json: it must be the same config. Its fields
+    # are what is compared; the domain has just checked them (``config`` is validated).
+    read_back = validate_config({**recorded, "out": config.out}, check_domain=False)
+    if read_back.identity() != recorded:
         raise ConfigError("the config does not read back from run.json as it was given")
     remote = RemoteFolder(config.run_location) if is_remote(config.out) else None
     if remote is not None:
-        remote.download("run.json")
+        remote.download(RunLayout.MANIFEST)
     RunRecorder(config.run_dir, config.identity())
     if remote is not None:
-        remote.upload("run.json", overwrite=False)
+        remote.upload(RunLayout.MANIFEST, overwrite=False)
     return config_digest(config.identity())
 
 
 def load_run(run_dir: Path, config_sha256: str) -> CollectConfig:
     """Read the configuration a run was claimed with; refuse one whose digest differs."""
-    manifest = Path(run_dir) / "run.json"
+    layout = RunLayout(Path(run_dir))
     try:
-        identity = json.loads(manifest.read_text())["config"]
-    except (OSError, ValueError, KeyError) as error:
-        raise ConfigError(f"{manifest} cannot be read as a run manifest: {error}") from None
+        identity = layout.read_config()
+    except LayoutError as error:
+        raise ConfigError(f"cannot read the run's configuration: {error}") from None
     if config_digest(identity) != config_sha256:
-        raise ConfigError(f"{manifest} changed after the run was started; start it again")
-    return validate_config({**identity, "out": str(Path(run_dir).parent)})
+        raise ConfigError(f"{layout.manifest} changed after the run was started; start it again")
+    return validate_config({**identity, "out": str(layout.root.parent)})
 
 
-def validate_config(data: dict[str, Any]) -> CollectConfig:
-    """Validate a config dict; raise :class:`ConfigError` naming each bad field."""
+def validate_config(data: dict[str, Any], check_domain: bool = True) -> CollectConfig:
+    """Validate a config dict; raise :class:`ConfigError` naming each bad field.
+
+    ``check_domain`` False skips asking the domain whether it knows the config's environment,
+    policy and tasks: only for a config that was checked already.
+    """
     try:
-        return CollectConfig.model_validate(data)
+        return CollectConfig.model_validate(data, context={CHECK_DOMAIN: check_domain})
     except ValidationError as error:
         problems = validation_problems(error, "config")
         raise ConfigError("invalid collection config:\n  " + "\n  ".join(problems)) from None

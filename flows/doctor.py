@@ -213,8 +213,10 @@ def _docker_checks() -> list[Check]:
             detail = f"{definition.tag}: {status}"
             if status == "stale":
                 detail += " (its definition or the base image changed since it was built)"
-            ok = status == "current"
-            return [Check(f"image {definition.name}", ok, detail, None if ok else build)]
+            if status != "current":
+                # Not a fault: `worldtrace collect` builds a domain's images on first use.
+                detail += "; built when a collection first uses it (or: worldtrace sandboxes build)"
+            return [Check(f"image {definition.name}", True, detail, None)]
 
         checks += _guarded(f"image {definition.name}", build, one)
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from worldtrace.collectors.base import Renderer
 from worldtrace.collectors.registry import get_collector
 from worldtrace.normalizers.base import episode_records
 from worldtrace.normalizers.shards import ShardWriter
@@ -40,19 +41,27 @@ class NormalizeReport:
     quarantined: list[dict[str, str]] = field(default_factory=list)
 
 
-def normalize_run(run_dir: Path, rows_per_shard: int = 50_000) -> NormalizeReport:
-    """Rebuild the transitions, episodes table and quarantine of ``run_dir`` from raw files."""
+def normalize_run(
+    run_dir: Path, rows_per_shard: int = 50_000, renderer: Renderer | None = None
+) -> NormalizeReport:
+    """Rebuild the transitions, episodes table and quarantine of ``run_dir`` from raw files.
+
+    ``renderer`` is the run's domain's (default: asked of its collector); a caller that holds
+    the collector already passes it.
+    """
     layout = RunLayout(Path(run_dir))
-    config = layout.read_manifest().config
+    config = layout.read_config()
     domain, run_id = config["domain"], config["run_name"]
     licence = config.get("licence", DEFAULT_LICENCE)
-    renderer = get_collector(domain).renderer()
+    if renderer is None:
+        renderer = get_collector(domain).renderer()
 
-    staging = layout.root / ".normalize-tmp"
-    shutil.rmtree(staging, ignore_errors=True)
+    # The outputs are written with the run's own names into a folder beside them.
+    staging = RunLayout(layout.normalizing)
+    shutil.rmtree(staging.root, ignore_errors=True)
     report = NormalizeReport()
     episodes: list[Episode] = []
-    with ShardWriter(staging / "transitions" / domain, Transition, rows_per_shard) as out:
+    with ShardWriter(staging.transitions / domain, Transition, rows_per_shard) as out:
         for path in sorted(layout.sealed.glob("*.jsonl")):
             try:
                 raw = read_raw_episode(path)
@@ -66,8 +75,8 @@ def normalize_run(run_dir: Path, rows_per_shard: int = 50_000) -> NormalizeRepor
             episodes.append(episode)
             report.transitions += len(transitions)
     report.episodes = len(episodes)
-    pq.write_table(to_table(episodes, Episode), staging / "episodes.parquet")  # type: ignore[arg-type]
-    with open(staging / "quarantine.jsonl", "w", encoding="utf-8") as handle:
+    pq.write_table(to_table(episodes, Episode), staging.episodes_table)  # type: ignore[arg-type]
+    with open(staging.quarantine, "w", encoding="utf-8") as handle:
         for item in report.quarantined:
             handle.write(json.dumps(item) + "\n")
     _swap_in(staging, layout)
@@ -81,11 +90,15 @@ def _reason(error: Exception) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def _swap_in(staging: Path, layout: RunLayout) -> None:
-    for target in (layout.transitions, layout.episodes_table, layout.quarantine):
+def _swap_in(staging: RunLayout, layout: RunLayout) -> None:
+    for written, target in (
+        (staging.transitions, layout.transitions),
+        (staging.episodes_table, layout.episodes_table),
+        (staging.quarantine, layout.quarantine),
+    ):
         if target.is_dir():
             shutil.rmtree(target)
         elif target.exists():
             target.unlink()
-        (staging / target.name).rename(target)
-    shutil.rmtree(staging)
+        written.rename(target)
+    shutil.rmtree(staging.root)

@@ -127,8 +127,16 @@ def docker_client(host: str | None = None) -> docker.DockerClient:
 
 
 def require_image(image: str, client: docker.DockerClient | None = None) -> str:
-    """Return the id of a local image, or raise a :class:`SandboxError` saying how to build it."""
-    return str(_local_image(image, client or docker_client()).id)
+    """Return the id of a local image, or raise a :class:`SandboxError` saying how to build it.
+
+    Inside ``images.building_on_first_use`` (``worldtrace collect``), an image of ours that is
+    missing or stale is built first.
+    """
+    from worldtrace.sandboxes.images import build_if_used_first  # images imports this module
+
+    client = client or docker_client()
+    build_if_used_first(image, client)
+    return str(_local_image(image, client).id)
 
 
 def _local_image(image: str, client: docker.DockerClient) -> Image:

@@ -12,12 +12,15 @@ so ``make setup`` costs a fraction of a second once everything is built, and edi
 in a definition (or rebuilding the base) is enough to get the image rebuilt.
 
 ``worldtrace sandboxes build`` builds whatever the registered domains need that is missing or
-stale.
+stale (``make setup`` builds only the base and clock images unless asked for more); otherwise a
+domain's images are built the first time a collection uses them (:func:`building_on_first_use`),
+one line per image on the screen and the build output in a log file.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import fcntl
 import hashlib
 import os
@@ -551,3 +554,140 @@ def build_images(
         took = time.monotonic() - started
         tell(f"image {definition.tag}: built {built[definition.name][7:19]} in {took:.0f}s")
     return built
+
+
+# --- built on first use -------------------------------------------------------------------
+
+Write = Callable[[str], None]
+"""Writes text as it is (no newline added): a progress line is finished when its build is."""
+
+
+def _log_path(log_folder: Path, name: str) -> Path:
+    """A new build log in ``log_folder``, named like the command logs so the newest sort last."""
+    log_folder.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return log_folder / f"{stamp}-build-{name.replace('/', '-')}-{os.getpid()}.log"
+
+
+def _build_logged(
+    tag: str,
+    reason: str,
+    build: Callable[[Progress], str],
+    log_folder: Path,
+    write: Write,
+) -> str:
+    """Run ``build`` with its output in a log file, saying one line: what, and how long it took.
+
+    A failed build finishes the line with "failed" and re-raises with the log's path, so the
+    error (which carries the tail of the build output) says where the whole output is.
+    """
+    path = _log_path(log_folder, tag.split(":")[0].removeprefix("worldtrace/"))
+    write(f"building image {tag} ({reason}) … ")
+    started = time.monotonic()
+    with path.open("w", encoding="utf-8") as log:
+
+        def to_log(line: str) -> None:
+            log.write(line + "\n")
+            log.flush()  # a long build can be followed with `tail -f`
+
+        try:
+            image_id = build(to_log)
+        except BaseException as error:  # Ctrl-C too: the line is finished, never left open
+            to_log(f"FAILED: {type(error).__name__}: {error}")
+            write(f"failed after {time.monotonic() - started:.0f} s (log: {path})\n")
+            if isinstance(error, SandboxError):
+                raise SandboxError(f"{error}\nthe whole build log: {path}") from None
+            raise
+    write(f"done in {time.monotonic() - started:.0f} s\n")
+    return image_id
+
+
+def ensure_images_logged(
+    definitions: list[ImageDefinition],
+    log_folder: Path,
+    write: Write,
+    client: docker.DockerClient | None = None,
+    force: bool = False,
+    report_current: bool = False,
+) -> dict[str, str]:
+    """Ensure the base image, the clock image and ``definitions``' images, quietly.
+
+    Each image that is built gets one line ("building image worldtrace/x (missing) … done in
+    12 s") and a log file in ``log_folder`` holding the whole build output; with
+    ``report_current`` an image already current gets one line too. Returns ``{name: image id}``
+    (the base image under ``"base"``). ``force`` rebuilds the definitions (not the base).
+    """
+    client = client or docker_client()
+    built: dict[str, str] = {}
+    base_id = _base_image_id(client)
+    if base_id is None:
+        built["base"] = _build_logged(
+            BASE_IMAGE,
+            "debootstrap, about a minute",
+            lambda log: ensure_base_image(client, log),
+            log_folder,
+            write,
+        )
+    else:
+        built["base"] = base_id
+        if report_current:
+            write(f"image {BASE_IMAGE}: current {base_id[7:19]}\n")
+    # Once each: two domains may share an image (the mcp domain uses a web site's).
+    for definition in dict.fromkeys([CLOCK_DEFINITION, *definitions]):
+        status = image_status(definition, client)
+        if status == "current" and not force:
+            built[definition.name] = ensure_image(definition, client)
+            if report_current:
+                write(f"image {definition.tag}: current {built[definition.name][7:19]}\n")
+            continue
+        built[definition.name] = _build_logged(
+            definition.tag,
+            "rebuild" if status == "current" else status,
+            lambda log, d=definition: ensure_image(d, client, force=force, progress=log),
+            log_folder,
+            write,
+        )
+    return built
+
+
+@dataclass(frozen=True)
+class _FirstUse:
+    definitions: dict[str, ImageDefinition]
+    log_folder: Path
+    write: Write
+
+
+_first_use: contextvars.ContextVar[_FirstUse | None] = contextvars.ContextVar(
+    "worldtrace_build_on_first_use", default=None
+)
+
+
+@contextlib.contextmanager
+def building_on_first_use(
+    definitions: list[ImageDefinition] | tuple[ImageDefinition, ...],
+    log_folder: Path,
+    write: Write,
+) -> Iterator[None]:
+    """While inside, asking for one of ``definitions``' images builds it if missing or stale.
+
+    A domain's preflight asks (``sandboxes.docker.require_image``) for exactly the images its
+    configuration uses, so wrapping the preflight of ``worldtrace collect`` in this builds
+    what that collection needs and nothing else: a user's own image (no definition of ours)
+    is only looked up, as before.
+    """
+    token = _first_use.set(_FirstUse({d.tag: d for d in definitions}, log_folder, write))
+    try:
+        yield
+    finally:
+        _first_use.reset(token)
+
+
+def build_if_used_first(tag: str, client: docker.DockerClient) -> None:
+    """Build ``tag`` (and the base and clock images) if a first-use build is on and it is ours.
+
+    Does nothing outside :func:`building_on_first_use`, or for a tag no definition names.
+    """
+    active = _first_use.get()
+    if active is None or tag not in active.definitions:
+        return
+    ensure_images_logged([active.definitions[tag]], active.log_folder, active.write, client)

@@ -37,7 +37,7 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -162,31 +162,62 @@ class _TransitionFolder:
 
 @dataclass(frozen=True)
 class RunLayout(_TransitionFolder):
-    """A run directory."""
+    """A run directory.
+
+    The names relative to the run (``MANIFEST``, ``PARTIAL``, ``SEALED``, ``INTERRUPTED``) are
+    for what addresses a run's files by relative name, such as a remote run's staged copy
+    (:class:`worldtrace.schemas.storage.RemoteFolder`); :meth:`relative` turns a path of the
+    layout into one.
+    """
+
+    MANIFEST: ClassVar[str] = "run.json"
+    PARTIAL: ClassVar[str] = "raw/partial"
+    SEALED: ClassVar[str] = "raw/episodes"
+    INTERRUPTED: ClassVar[str] = "raw/interrupted"
 
     @property
     def manifest(self) -> Path:
         """``run.json``."""
-        return self.root / "run.json"
+        return self.root / self.MANIFEST
 
     @property
     def partial(self) -> Path:
         """Episodes being recorded."""
-        return self.root / "raw" / "partial"
+        return self.root / self.PARTIAL
 
     @property
     def sealed(self) -> Path:
         """Sealed episodes."""
-        return self.root / "raw" / "episodes"
+        return self.root / self.SEALED
 
     @property
     def interrupted(self) -> Path:
         """Attempts that never finished."""
-        return self.root / "raw" / "interrupted"
+        return self.root / self.INTERRUPTED
+
+    @property
+    def normalizing(self) -> Path:
+        """``.normalize-tmp/``: a normalization being written, swapped in when complete."""
+        return self.root / ".normalize-tmp"
+
+    def sealed_episode(self, episode_id: str) -> Path:
+        """Where episode ``episode_id`` is once sealed."""
+        return self.sealed / f"{episode_id}.jsonl"
+
+    def relative(self, path: Path) -> str:
+        """``path`` (in this run) as a name relative to the run, with ``/`` separators."""
+        return path.relative_to(self.root).as_posix()
 
     def read_manifest(self) -> RunManifest:
         """Return ``run.json``; :class:`LayoutError` if absent, malformed or another version."""
         return _read_manifest(self.manifest, RunManifest, "run directory")
+
+    def read_config(self) -> dict[str, Any]:
+        """The configuration the run was started with (``run.json``'s ``config``).
+
+        Raises :class:`LayoutError` when there is no readable manifest.
+        """
+        return self.read_manifest().config
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,10 @@
 #      `worldtrace doctor --debian-packages` lists them (docker.io, debootstrap, e2fsprogs,
 #      chromium …)
 #   3. a running Docker engine (started here: there is no systemd)
-#   4. the base image and every image a registered domain needs (built when missing or stale)
+#   4. the base and clock images, and the images of the domains named by $WORLDTRACE_IMAGES
+#      (built when missing or stale): unset or empty, none (a domain's images are built the
+#      first time `worldtrace collect` uses them); "all", every registered domain's (the
+#      tests); or domain names, e.g. WORLDTRACE_IMAGES="terminal web".
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -38,28 +41,31 @@ install_debian() {
         return
     fi
     need_root "installing ${missing[*]}"
-    echo "debian packages: installing ${missing[*]}"
+    # One line per step (`make demo` prints little): it is finished when the step is.
+    printf 'debian packages: installing %s … ' "${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-    echo "debian packages: installed ${missing[*]}"
+    echo "installed"
 }
 
 # --- 1. virtualenv --------------------------------------------------------------------------
 install_debian python3-venv
 if [ ! -x "$VENV/bin/python" ]; then
-    echo "python venv: creating $VENV"
+    printf 'python venv: creating %s … ' "$VENV"
     python3 -m venv "$VENV"
+    echo "created"
 fi
 wanted="$(cat pyproject.toml setup.py | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$STAMP" 2>/dev/null || true)" = "$wanted" ]; then
     echo "python venv: up to date"
 else
-    echo "python venv: installing the project (pip install -e '.[dev]')"
+    printf "python venv: installing the project (pip install -e '.[dev]') … "
+    started=$SECONDS
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[dev]'
     # Written only after a successful install, so a failed one is retried next time.
     echo "$wanted" >"$STAMP"
-    echo "python venv: installed"
+    echo "installed in $((SECONDS - started)) s"
 fi
 
 # --- 2. Debian packages of worldtrace and its domains ------------------------------------------
@@ -71,7 +77,7 @@ if docker info >/dev/null 2>&1; then
     echo "docker engine: running"
 else
     need_root "starting dockerd"
-    echo "docker engine: starting dockerd (log: $DOCKERD_LOG)"
+    printf 'docker engine: starting dockerd (log: %s) … ' "$DOCKERD_LOG"
     # setsid + nohup + closed stdio: the daemon outlives this script and `make`, ignores the
     # terminal's Ctrl-C, and does not hold make's or CI's output pipe open.
     # --bridge=none: containers get loopback only (network_mode none/host), no iptables rules.
@@ -84,13 +90,21 @@ else
         sleep 0.5
     done
     if ! docker info >/dev/null 2>&1; then
+        echo "failed"
         echo "docker engine: did not come up within 60 s; last lines of $DOCKERD_LOG:" >&2
         tail -n 20 "$DOCKERD_LOG" >&2 || true
         exit 1
     fi
-    echo "docker engine: running"
+    echo "running"
 fi
 
 # --- 4. sandbox images ----------------------------------------------------------------------
-# One line per image; builds only what is missing or stale (see sandboxes/images.py).
-"$VENV/bin/worldtrace" sandboxes build
+# One line per image; builds only what is missing or stale (see sandboxes/images.py), each
+# build's output in a log file under ~/.local/state/worldtrace/logs.
+case "${WORLDTRACE_IMAGES:-}" in
+    "" | none) "$VENV/bin/worldtrace" sandboxes build --base-only ;;
+    all) "$VENV/bin/worldtrace" sandboxes build ;;
+    # Unquoted on purpose: a list of domain names, one argument each.
+    # shellcheck disable=SC2086
+    *) "$VENV/bin/worldtrace" sandboxes build $WORLDTRACE_IMAGES ;;
+esac
