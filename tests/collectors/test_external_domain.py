@@ -9,7 +9,6 @@ exporting it then work through the same commands as for every built-in domain.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,8 +18,7 @@ from datasets import load_dataset
 
 from tests.conftest import REPO
 from tests.prefect_server import client_env
-
-PACKAGE = Path(__file__).parent / "toy_domain"
+from tests.toy_plugin import install_toy_domain
 
 
 def _repository_state() -> str:
@@ -36,19 +34,7 @@ def _repository_state() -> str:
 @pytest.fixture(scope="module")
 def plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The plugin, built and installed by pip into a folder of its own (not into our tree)."""
-    root = tmp_path_factory.mktemp("plugin")
-    source = root / "source"
-    shutil.copytree(PACKAGE, source)  # pip builds in the source folder: not in ours
-    site = root / "site"
-    subprocess.run(
-        [
-            sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-            "--no-deps", "--no-build-isolation", "--no-index", "--target", str(site),
-            str(source),
-        ],
-        check=True,
-    )  # fmt: skip
-    return site
+    return install_toy_domain(tmp_path_factory.mktemp("plugin"))
 
 
 @pytest.fixture

@@ -9,9 +9,6 @@ episode is planned once (plus the constant the config's own check costs).
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -19,10 +16,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from tests.toy_plugin import install_toy_domain
 from worldtrace.flows.cli import app
 from worldtrace.flows.config import CollectConfig
-
-PACKAGE = Path(__file__).parents[1] / "collectors" / "toy_domain"
 
 FEW, MANY = 2, 10
 
@@ -30,19 +26,7 @@ FEW, MANY = 2, 10
 @pytest.fixture(scope="module")
 def plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The toy domain, built and installed by pip into a folder of its own."""
-    root = tmp_path_factory.mktemp("plugin")
-    source = root / "source"
-    shutil.copytree(PACKAGE, source)  # pip builds in the source folder: not in ours
-    site = root / "site"
-    subprocess.run(
-        [
-            sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-            "--no-deps", "--no-build-isolation", "--no-index", "--target", str(site),
-            str(source),
-        ],
-        check=True,
-    )  # fmt: skip
-    return site
+    return install_toy_domain(tmp_path_factory.mktemp("plugin"))
 
 
 class _CountingValidator:
