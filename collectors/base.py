@@ -19,7 +19,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
@@ -31,8 +31,6 @@ from worldtrace.schemas.raw import RawEpisode, RawObservation, RawStep
 from worldtrace.schemas.records import PolicyKind
 
 if TYPE_CHECKING:
-    import click
-
     from worldtrace.collectors.llm.policy import AgentPrompt
 
 
@@ -436,6 +434,23 @@ def llm_policy(collector: Collector[Any, Any], params: dict[str, Any]) -> Policy
     return LLMPolicy(collector, LLMParams.model_validate(params))
 
 
+class TaskCommands(Protocol):
+    """A domain's ``worldtrace tasks <domain>`` commands: a click command, or a typer one.
+
+    typer (0.29) builds its commands on its own copy of click, so they are no ``click.Command``;
+    the command line needs only this of either.
+    """
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        *,
+        standalone_mode: bool = True,
+    ) -> Any:
+        """Parse ``args`` and run the command (with ``standalone_mode`` off, errors raise)."""
+
+
 class Collector(ABC, Generic[ConfigT, TaskT]):
     """A domain's entry in the registry: everything the rest of the pipeline asks of it."""
 
@@ -498,7 +513,7 @@ class Collector(ABC, Generic[ConfigT, TaskT]):
             raise ValueError(f"unknown {self.domain} policy {kind!r} (expected {offered})")
         return factory(self, params)
 
-    def task_commands(self) -> click.Command | None:
+    def task_commands(self) -> TaskCommands | None:
         """The domain's own ``worldtrace tasks <domain> COMMAND`` subcommands, if it has any.
 
         A domain whose tasks are made rather than written (synthesized, downloaded) offers the

@@ -150,13 +150,16 @@ def run_episode(
                 # The step may have ended because the stop removed its sandbox: not data.
                 raise _interrupt(writer)
             # The policy goes on from what was recorded, so the record explains its choices.
-            action, observation, error, cuts = cap_step(action, outcome.observation, outcome.error)
+            # step_error, not error: the handlers below bind (and then delete) `error`.
+            action, observation, step_error, cuts = cap_step(
+                action, outcome.observation, outcome.error
+            )
             writer.write_step(
                 RawStep(
                     step=step,
                     action=action,
                     observation=observation,
-                    error=error,
+                    error=step_error,
                     reward=outcome.reward,
                     terminated=outcome.terminated,
                     truncated=outcome.truncated,
@@ -167,10 +170,10 @@ def run_episode(
                     reply=call.reply if call else None,
                 )
             )
-            errors += error is not None
+            errors += step_error is not None
             if on_step is not None:
-                on_step(episode_id, step, error)
-            history.append(HistoryItem(action, observation, error))
+                on_step(episode_id, step, step_error)
+            history.append(HistoryItem(action, observation, step_error))
             if outcome.terminated or outcome.truncated:
                 status = "completed" if outcome.terminated else "truncated"
                 break

@@ -28,8 +28,11 @@ def canonical_text(name: str, arguments: Mapping[str, Any]) -> str:
     return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False, sort_keys=True)
 
 
-def tool_call(name: str, arguments: Mapping[str, Any] | None = None) -> Action:
-    """Build the action calling tool ``name`` with ``arguments`` (any JSON object)."""
+def tool_call(name: object, arguments: Mapping[str, Any] | None = None) -> Action:
+    """Build the action calling tool ``name`` with ``arguments`` (any JSON object).
+
+    ``name`` is checked here (a non-empty string), so a parsed call passes whatever it holds.
+    """
     if not isinstance(name, str) or not name:
         raise InputError(f"a tool call needs a tool name (a non-empty string), not {name!r}")
     arguments = dict(arguments or {})
@@ -64,7 +67,7 @@ def parse_tool_call(call: str | Mapping[str, Any]) -> Action:
     arguments = value.get("arguments", {})
     if not isinstance(arguments, Mapping):
         raise InputError(f"the arguments of a tool call must be an object, not {arguments!r}")
-    return tool_call(value.get("name"), arguments)  # type: ignore[arg-type]
+    return tool_call(value.get("name"), arguments)
 
 
 def schema_problems(action: Action, tools: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -148,7 +148,7 @@ class ExactDedupSignature(DatatroveExactDedupSignature):
 
     def get_hashes(self, doc: Document, doc_idx: int) -> list[tuple[int, int, int]]:
         """One signature per document: its key's hash, its rank's priority, its position."""
-        return [(self.hash_fc(exact_key(doc)), self._priority, doc_idx)]  # type: ignore[arg-type]
+        return [(self.hash_fc(exact_key(doc)), self._priority, doc_idx)]
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> Iterator:
         """Sign every document, forwarding it unchanged; write the signatures at the end."""
@@ -232,7 +232,7 @@ def minhash_signature(folder: Location, settings: MinhashSettings) -> MinhashDed
     return OutcomeScopedMinhashSignature(
         output_folder=as_folder(folder),
         config=minhash_config(settings),
-        language=StateWordTokenizer(),  # type: ignore[arg-type]  # accepted by datatrove
+        language=StateWordTokenizer(),
     )
 
 

@@ -184,7 +184,10 @@ class TransitionReader(BaseDiskReader, TallyStep):
     def _shard(self, rank: int, world_size: int) -> list[str]:
         """The files of rank ``rank``: every ``world_size``-th line of the paths file from it."""
         folder, name = self.paths_file_in
-        names = [line.strip() for line in read_text(folder, name).splitlines() if line.strip()]
+        text = read_text(folder, name)
+        if text is None:
+            raise FileNotFoundError(f"the paths file {name} is missing from {folder.path}")
+        names = [line.strip() for line in text.splitlines() if line.strip()]
         return names[rank::world_size]
 
     def run(self, data: DocumentsPipeline = None, rank: int = 0, world_size: int = 1) -> Iterator:

@@ -124,7 +124,7 @@ def _expand_folder(
         if _url(fs, child) == output:
             continue
         if fs.isdir(child) and (child_kind := _kind(fs, child)) in ("run", "corpus"):
-            found.append(_open(fs, child, child_kind))  # type: ignore[arg-type]
+            found.append(_open(fs, child, child_kind))
     if not found:
         raise InputError(
             f"{source} holds no run or corpus: neither it nor a folder directly in it has "

@@ -51,6 +51,6 @@ def install() -> None:
     import datatrove.executor.base as executor_base
     import datatrove.utils.logging as datatrove_logging
 
-    executor_base.add_task_logger = _add_task_logger  # type: ignore[assignment]
-    executor_base.close_task_logger = _close_task_logger  # type: ignore[assignment]
-    datatrove_logging.setup_default_logger = route_loguru  # type: ignore[assignment]
+    executor_base.add_task_logger = _add_task_logger
+    executor_base.close_task_logger = _close_task_logger
+    datatrove_logging.setup_default_logger = route_loguru

@@ -42,7 +42,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 import pyarrow as pa
@@ -337,7 +337,9 @@ def _merge_episodes(inputs: list[CurationInput]) -> pa.Table | None:
     if not tables:
         return None
     merged = pa.concat_tables(tables, promote_options="default")
-    first = pl.from_arrow(merged["episode_id"]).is_first_distinct().to_arrow()  # type: ignore[union-attr]
+    # A column gives a Series; pyarrow has no types here, so polars' overload cannot tell.
+    ids = cast(pl.Series, pl.from_arrow(merged["episode_id"]))
+    first = ids.is_first_distinct().to_arrow()
     if pc.all(first).as_py():
         return merged
     positions: dict[str, int] = {}
@@ -608,7 +610,8 @@ def curate(
         raise InputError(f"no transition shards in {names}: nothing to curate")
     settings = config.model_dump(mode="json")
     _check_resume(paths, settings)
-    ran, skipped = [], []
+    ran: list[str] = []
+    skipped: list[str] = []
     _children_die_with_parent()
     started_ray = _start_ray(workers) if executor == "ray" else False
     try:

@@ -1399,8 +1399,10 @@ class SecretFinder:
             end_match = _PEM_END.search(text, header_end)
             if end_match is not None and not _PEM_BEGIN.search(text, header_end, end_match.start()):
                 end = end_match.end()
-            elif text.startswith("\\n", header_end):  # a key inside a JSON string
-                end = _PEM_ESCAPED_BODY.match(text, header_end).end()  # type: ignore[union-attr]
+            elif text.startswith("\\n", header_end) and (  # a key inside a JSON string
+                escaped := _PEM_ESCAPED_BODY.match(text, header_end)
+            ):
+                end = escaped.end()
             else:
                 end = self._body_end(text, header_end)
             found.append(Finding("private_key", start, end))

@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from datatrove.io import DataFolder, get_datafolder
 from fsspec.core import url_to_fs
 from fsspec.implementations.local import LocalFileSystem
 
-Location = str | Path | DataFolder
+Location: TypeAlias = str | Path | DataFolder
 """A local path, an fsspec URL, or a ``DataFolder``."""
 
 

@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -30,6 +29,9 @@ from worldtrace.flows import server
 from worldtrace.flows.deploy import register as register_deploy_commands
 
 if TYPE_CHECKING:  # the libraries read their log settings at import: not before the options
+    # typer 0.29 vendors its own click: its groups' invoke takes that click's Context.
+    from typer._click.core import Context as TyperClickContext
+
     from worldtrace.collectors.episode import EpisodeResult
 
 REAPED_COMMANDS = frozenset({"collect", "run"})
@@ -44,7 +46,7 @@ console = Console(stderr=True)
 class _ErrorBoundary(TyperGroup):
     """Turns every user-facing error below a command into a message and an exit status."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: TyperClickContext) -> Any:
         try:
             return super().invoke(ctx)
         except Exception as error:
@@ -738,4 +740,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -29,7 +29,7 @@ from typing import Any
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
-from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from worldtrace.collectors.base import (
     Collector,
@@ -443,7 +443,8 @@ def run_collection(config: CollectConfig) -> dict[str, Any]:
         run.collector.preflight(run.environment)
     run.policy().preflight()
     config_sha256 = claim_run(config)
-    runner = ThreadPoolTaskRunner(max_workers=config.workers)
+    # TaskRunner[Any]: Prefect's TaskRunner is invariant in its future type (see flows/pipeline.py).
+    runner: TaskRunner[Any] = ThreadPoolTaskRunner(max_workers=config.workers)
     # The flow and its episodes find this prepared run here: Prefect is given references only.
     with _holding(config.run_dir, config_sha256, run):
         return collect.with_options(task_runner=runner)(

@@ -272,13 +272,14 @@ def load_config(path: Path, overrides: dict[str, Any] | None = None) -> CollectC
         raise ConfigError(f"{path} is not valid YAML: {error}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path} must hold a mapping of config fields")
-    merged = {**data, **(overrides or {})}
+    overrides = overrides or {}
+    merged = {**data, **overrides}
     # Flags name single fields (--site, --env k=v, --policy, --task); the file keeps the others.
     for section in ("environment", "policy"):
-        if isinstance(data.get(section), dict) and section in (overrides or {}):
-            merged[section] = {**data[section], **overrides[section]}  # type: ignore[index]
+        if isinstance(data.get(section), dict) and section in overrides:
+            merged[section] = {**data[section], **overrides[section]}
     # --model and --base-url name single policy parameters: the file keeps the others.
-    policy = (overrides or {}).get("policy") or {}
+    policy = overrides.get("policy") or {}
     file_params = (
         (data.get("policy") or {}).get("params") if isinstance(data.get("policy"), dict) else None
     )

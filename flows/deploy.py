@@ -407,11 +407,19 @@ def worldtrace_worker_class() -> type[Any]:
         _deployment: Any = PrivateAttr(default=None)
 
         def prepare_for_flow_run(
-            self, flow_run: Any, deployment: Any = None, **kwargs: Any
+            self,
+            flow_run: Any,
+            deployment: Any = None,
+            flow: Any = None,
+            work_pool: Any = None,
+            worker_name: str | None = None,
+            worker_id: Any = None,
         ) -> None:
             self._template_env = dict(self.env or {})
             self._deployment = deployment
-            super().prepare_for_flow_run(flow_run, deployment, **kwargs)
+            super().prepare_for_flow_run(
+                flow_run, deployment, flow, work_pool, worker_name, worker_id
+            )
 
     # Prefect registers every worker class under its type; ours is a process worker too, and
     # must not replace Prefect's in the registry (`prefect worker start --type process`).
@@ -622,7 +630,10 @@ def reschedule_orphaned_runs(pool: str) -> list[str]:
             )
             if worker_host != host:
                 continue
-            since = (run.start_time or run.created or run.expected_start_time).timestamp()
+            began = run.start_time or run.created or run.expected_start_time
+            if began is None:
+                continue  # no time to tell a live owner from a reused pid: left as it is
+            since = began.timestamp()
             if _owned_by_a_live_process(worker_pid, since) or _owned_by_a_live_process(
                 run.infrastructure_pid, since
             ):

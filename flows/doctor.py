@@ -276,7 +276,11 @@ def _domain_checks() -> list[Check]:
     for collector in registered_collectors():
         for check in collector.requirements.checks:
             name = f"{collector.domain}: {check.__name__}"  # if it raises, name it after itself
-            checks += _guarded(name, "make setup", lambda check=check: [check()])  # type: ignore[misc]
+
+            def run(check: Callable[[], Check] = check) -> list[Check]:
+                return [check()]
+
+            checks += _guarded(name, "make setup", run)
     return checks
 
 

@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
-from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from worldtrace.collectors.episode import stop_requested
@@ -143,7 +143,9 @@ def pipeline(pipeline_file: str, sha256: str) -> dict[str, Any]:
     """Run the three stages of the file in order; each one resumes if it ran before."""
     config = load_pipeline_config(Path(pipeline_file), sha256)
     run_sha256 = claim_run(config.collect)
-    runner = ThreadPoolTaskRunner(max_workers=config.collect.workers)
+    # TaskRunner[Any]: with_options wants a TaskRunner[PrefectFuture], and Prefect's TaskRunner is
+    # invariant in its future type, so its own ThreadPoolTaskRunner would not pass as typed.
+    runner: TaskRunner[Any] = ThreadPoolTaskRunner(max_workers=config.collect.workers)
     collected = collect.with_options(task_runner=runner)(
         config.collect.run_location,
         run_sha256,

@@ -72,7 +72,7 @@ def episode_records(
                     "source": source,
                     "usage": step.usage,
                 }
-            )  # type: ignore[arg-type]
+            )
         )
         observation = next_observation
     episode = Episode.parse(
@@ -93,7 +93,7 @@ def episode_records(
             "usage": episode_usage(raw),
         }
     )
-    return episode, transitions  # type: ignore[return-value]
+    return episode, transitions
 
 
 __all__ = ["MalformedEpisode", "RecordError", "episode_records"]

@@ -71,11 +71,11 @@ def normalize_run(
                     {"file": str(path.relative_to(layout.root)), "reason": _reason(error)}
                 )
                 continue
-            out.write(transitions)  # type: ignore[arg-type]
+            out.write(transitions)
             episodes.append(episode)
             report.transitions += len(transitions)
     report.episodes = len(episodes)
-    pq.write_table(to_table(episodes, Episode), staging.episodes_table)  # type: ignore[arg-type]
+    pq.write_table(to_table(episodes, Episode), staging.episodes_table)
     with open(staging.quarantine, "w", encoding="utf-8") as handle:
         for item in report.quarantined:
             handle.write(json.dumps(item) + "\n")

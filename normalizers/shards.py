@@ -8,6 +8,7 @@ complete, so a reader never sees half a file.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -34,7 +35,7 @@ class ShardWriter:
         self._tmp: Path | None = None
         self._in_shard = 0
 
-    def write(self, records: list[BaseModel]) -> None:
+    def write(self, records: Sequence[BaseModel]) -> None:
         """Append records, starting a new shard whenever the current one is full."""
         while records:
             if self._writer is None:

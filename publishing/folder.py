@@ -39,7 +39,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 import pyarrow as pa
@@ -494,7 +494,8 @@ def publish_folder(
         written = _write_transitions(corpus_dir, temp, int(shard_size_mb * 1024 * 1024))
         shards, rows = written.shards, written.rows
         episodes = _write_episodes(corpus_dir, temp, written.stats)
-        summary = summarize_stats(pl.from_arrow(written.stats))
+        # A Table gives a DataFrame; pyarrow has no types here, so polars' overload cannot tell.
+        summary = summarize_stats(cast(pl.DataFrame, pl.from_arrow(written.stats)))
         _write_json(temp / "meta" / "environments.json", _environments(summary))
         _write_json(temp / SCHEMA_FILE, schema_document())
         stats = corpus_dir / "stats.json"

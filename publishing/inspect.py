@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
+from polars.datatypes import DataTypeClass
 from rich.table import Table
 
 from worldtrace.schemas.errors import InputError
@@ -38,7 +39,7 @@ def parquet_glob(path: str) -> str:
     return transition_glob(local)
 
 
-def _is_image_struct(dtype: pl.DataType) -> bool:
+def _is_image_struct(dtype: pl.DataType | DataTypeClass) -> bool:
     if not isinstance(dtype, pl.Struct):
         return False
     names = {field.name for field in dtype.fields}
@@ -188,8 +189,8 @@ def summarize_stats(stats: pl.LazyFrame | pl.DataFrame) -> dict[str, Any]:
         .sort(*ENV_KEYS)
     )
     # One plan for the three queries: polars reads the shards once, not three times.
-    overall, per_domain, environments = pl.collect_all([overall, per_domain, environments])
-    head = overall.row(0, named=True) if overall.height else {}
+    totals, domains, envs = pl.collect_all([overall, per_domain, environments])
+    head = totals.row(0, named=True) if totals.height else {}
     rows = int(head.get("rows") or 0)
     return {
         "rows": rows,
@@ -197,8 +198,8 @@ def summarize_stats(stats: pl.LazyFrame | pl.DataFrame) -> dict[str, Any]:
         "episodes": int(head.get("episodes") or 0),
         "noop_rate": float(head["noop_rate"]) if rows else 0.0,
         "action_error_rate": float(head["action_error_rate"]) if rows else 0.0,
-        "domains": {row.pop("domain"): row for row in per_domain.to_dicts()},
-        "environments": environments.to_dicts(),
+        "domains": {row.pop("domain"): row for row in domains.to_dicts()},
+        "environments": envs.to_dicts(),
     }
 
 

@@ -13,12 +13,25 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from typing import Any
+from typing import Any, Protocol
 
-from worldtrace.sandboxes.docker import DockerSandbox, ExecStream, SandboxDied, SandboxError
+from worldtrace.sandboxes.docker import DockerSandbox, SandboxDied, SandboxError
 
 DRIVER_GRACE_S = 15.0
 """How long past a request's own time limit a driver may take before it counts as lost."""
+
+
+class LineStream(Protocol):
+    """A driver process spoken to line by line: ``ExecStream`` (Docker), ``SshStream`` (SSH)."""
+
+    def send_line(self, line: str) -> None:
+        """Write one line to the process's stdin."""
+
+    def read_line(self, timeout: float) -> str:
+        """The next line of its stdout, within ``timeout`` seconds."""
+
+    def close(self) -> None:
+        """End the process's stream."""
 
 
 def json_object(line: str) -> dict[str, Any] | None:
@@ -48,7 +61,7 @@ def last_look(sandbox: DockerSandbox, argv: list[str], timeout_s: float) -> dict
 class DriverChannel:
     """Requests to an in-container driver over an exec stream, each reply matched by its id."""
 
-    def __init__(self, stream: ExecStream, name: str, grace_s: float = DRIVER_GRACE_S) -> None:
+    def __init__(self, stream: LineStream, name: str, grace_s: float = DRIVER_GRACE_S) -> None:
         self.stream = stream
         self.name = name
         self.grace_s = grace_s

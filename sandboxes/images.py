@@ -640,10 +640,14 @@ def ensure_images_logged(
             if report_current:
                 write(f"image {definition.tag}: current {built[definition.name][7:19]}\n")
             continue
+
+        def build(log: Progress, definition: ImageDefinition = definition) -> str:
+            return ensure_image(definition, client, force=force, progress=log)
+
         built[definition.name] = _build_logged(
             definition.tag,
             "rebuild" if status == "current" else status,
-            lambda log, d=definition: ensure_image(d, client, force=force, progress=log),
+            build,
             log_folder,
             write,
         )

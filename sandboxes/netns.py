@@ -77,29 +77,32 @@ class NetworkNamespace:
         Sockets it creates stay in the namespace. Its exceptions are raised here.
         """
         fd = self.fd
-        outcome: dict[str, object] = {}
+        errors: list[BaseException] = []
+        values: list[T] = []
 
         def inside() -> None:
             try:
                 _setns(fd)
             except OSError as error:
-                outcome["error"] = NamespaceError(
-                    f"cannot enter a sandbox's network namespace ({error}); this needs root"
+                errors.append(
+                    NamespaceError(
+                        f"cannot enter a sandbox's network namespace ({error}); this needs root"
+                    )
                 )
                 return
             try:
-                outcome["value"] = function()
+                values.append(function())
             except BaseException as error:  # handed to the caller's thread
-                outcome["error"] = error
+                errors.append(error)
 
         # The thread ends with the call, and its namespace with it: no thread of this process
         # stays inside.
         thread = threading.Thread(target=inside, name="netns", daemon=True)
         thread.start()
         thread.join()
-        if "error" in outcome:
-            raise outcome["error"]  # type: ignore[misc]
-        return outcome["value"]  # type: ignore[return-value]
+        if errors:
+            raise errors[0]
+        return values[0]
 
     def connect(self, address: tuple[str, int], timeout: float) -> socket.socket:
         """Return a TCP connection to ``address`` made inside the namespace."""

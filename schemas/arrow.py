@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import types
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
@@ -119,11 +120,9 @@ def features_of(model: type[BaseModel]) -> Features:
 def _parquet_lists(data_type: pa.DataType) -> pa.DataType:
     """``data_type`` with every list's item named ``element``, as parquet files store it."""
     if pa.types.is_struct(data_type):
-        return pa.struct(
-            [field.with_type(_parquet_lists(field.type)) for field in data_type]  # type: ignore[attr-defined]
-        )
+        return pa.struct([field.with_type(_parquet_lists(field.type)) for field in data_type])
     if pa.types.is_list(data_type):
-        item = data_type.value_field  # type: ignore[attr-defined]
+        item = data_type.value_field
         return pa.list_(pa.field("element", _parquet_lists(item.type), item.nullable))
     return data_type
 
@@ -193,17 +192,17 @@ def _from_row_data(model: type[BaseModel], row: dict[str, Any]) -> dict[str, Any
 
 def from_row(model: type[R], row: dict[str, Any]) -> R:
     """Build a validated record from an Arrow row; raises ``RecordError`` naming bad fields."""
-    return model.parse(_from_row_data(model, row))  # type: ignore[return-value]
+    return model.parse(_from_row_data(model, row))
 
 
-def to_table(records: list[BaseModel], model: type[BaseModel]) -> pa.Table:
+def to_table(records: Sequence[BaseModel], model: type[BaseModel]) -> pa.Table:
     """Return an Arrow table of ``records`` with the schema of ``model``."""
     return pa.Table.from_pylist([to_row(r) for r in records], schema=arrow_schema_of(model))
 
 
 def _with_volatile_spans(column: pa.ChunkedArray, field: pa.Field) -> pa.ChunkedArray:
     """An observation column of schema 1.1 or older with an empty ``volatile`` list per row."""
-    target: pa.StructType = field.type  # type: ignore[assignment]
+    target: pa.StructType = field.type
     chunks = []
     for chunk in column.chunks:
         empty = pa.array([[]] * len(chunk), type=target.field("volatile").type)

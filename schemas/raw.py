@@ -193,11 +193,13 @@ def read_raw_episode(path: Path) -> RawEpisode:
     """Read a sealed episode file; :class:`MalformedEpisode` if it is not one."""
     events = list(read_events(path))
     name = Path(path).name
-    if not events or not isinstance(events[0], RawStart):
+    start = events[0] if events else None
+    if not isinstance(start, RawStart):
         raise MalformedEpisode(f"{name}: no start line")
-    if not isinstance(events[-1], RawEnd):
+    end = events[-1]
+    if not isinstance(end, RawEnd):
         raise MalformedEpisode(f"{name}: no end line (not a sealed episode)")
-    middle = events[1:-1]
-    if not all(isinstance(event, RawStep) for event in middle):
+    steps = tuple(event for event in events[1:-1] if isinstance(event, RawStep))
+    if len(steps) != len(events) - 2:
         raise MalformedEpisode(f"{name}: only step lines may come between start and end")
-    return RawEpisode(start=events[0], steps=tuple(middle), end=events[-1])  # type: ignore[arg-type]
+    return RawEpisode(start=start, steps=steps, end=end)

@@ -11,7 +11,7 @@ schema and polars can scan all shards at once.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -62,7 +62,7 @@ class Record(BaseModel):
     )
 
     @classmethod
-    def parse(cls, data: dict[str, Any]) -> Record:
+    def parse(cls, data: dict[str, Any]) -> Self:
         """Validate ``data`` and raise :class:`RecordError` naming each bad field."""
         try:
             return cls.model_validate(data)

@@ -113,8 +113,11 @@ class _Wait(tenacity.wait.wait_base):
         return asked if asked is not None else self._backoff(retry_state)
 
 
-def _stopped(retry_state: tenacity.RetryCallState) -> bool:
-    return stop_requested()  # a run asked to stop does not wait out a backoff
+class _StopRequested(tenacity.stop.stop_base):
+    """Stops the retries of a run asked to stop: it does not wait out a backoff."""
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
+        return stop_requested()
 
 
 def _describe(error: BaseException | None) -> str:
@@ -184,7 +187,7 @@ class ModelClient:
         """Run ``request`` under the endpoint's bound, retried; ModelUnavailable at the end."""
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception(_transient),
-            stop=tenacity.stop_after_attempt(self.params.max_retries + 1) | _stopped,
+            stop=tenacity.stop_after_attempt(self.params.max_retries + 1) | _StopRequested(),
             wait=_Wait(),
             reraise=False,
         )

@@ -88,6 +88,8 @@ class LLMPolicy(Policy[Task]):
     """Asks a chat model for each action; records each call's usage and reply."""
 
     kind = "llm"
+    name = "llm"
+    """The kind's name; :meth:`ref` names each instance by its settings (``llm-<hash>``)."""
 
     def __init__(self, collector: Collector[Any, Any], params: LLMParams) -> None:
         self.params = params
@@ -95,7 +97,7 @@ class LLMPolicy(Policy[Task]):
         self._renderer: Renderer = collector.renderer()
         self._parse_action = collector.parse_action
         self._client = ModelClient(params)
-        self.name = f"llm-{params.settings_hash()}"
+        self._name = f"llm-{params.settings_hash()}"
         self._instruction = params.explore_instruction
         self._tools: list[dict[str, Any]] = []
         self._first: RawObservation = {}
@@ -142,7 +144,7 @@ class LLMPolicy(Policy[Task]):
 
     def describe(self) -> PolicyRef:
         """``kind: llm``, the settings' hash in the name, the model id as the version."""
-        return PolicyRef(kind="llm", name=self.name, version=self._client.model_id())
+        return PolicyRef(kind="llm", name=self._name, version=self._client.model_id())
 
     def last_call(self) -> ModelCall | None:
         """The call behind the last :meth:`act`."""

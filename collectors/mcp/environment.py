@@ -217,10 +217,10 @@ class McpEnvironment(DriverEnvironment[McpConfig, Any]):
         }
         try:
             reply = self._request(request, timeout_s=timeout + SNAPSHOT_ALLOWANCE_S)
-        except SandboxError as error:
+        except SandboxError as lost:
             if self._removed_from_outside():
                 raise
-            return self._lost_outcome(error, started, action, problems, timeout)
+            return self._lost_outcome(lost, started, action, problems, timeout)
         observation = self._call_observation(action, problems, timeout, reply)
         error = call_error(observation)
         exited = observation.get("server_exited") is not None

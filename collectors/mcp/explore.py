@@ -899,7 +899,8 @@ class McpExplorePolicy(Policy[Any]):
         properties = self._properties(action.name)
         folder = None
         for field, value in action.arguments.items() if valid else ():
-            schema = properties.get(field) if isinstance(properties.get(field), Mapping) else {}
+            declared = properties.get(field)
+            schema = declared if isinstance(declared, Mapping) else {}
             kind = field_kind(field, schema)
             if kind not in ("path", "root", "zone", "name", "url"):
                 continue
@@ -969,9 +970,9 @@ class McpExplorePolicy(Policy[Any]):
         hash_now = (self._files_state or {}).get(self._absolute(path))
         if "read" in words and "media" not in words and "multiple" not in words:
             texts = [
-                b.get("text")
+                text
                 for b in observation["result"].get("content") or ()
-                if isinstance(b, Mapping) and isinstance(b.get("text"), str)
+                if isinstance(b, Mapping) and isinstance(text := b.get("text"), str)
             ]
             if texts:
                 self._contents[path] = texts[0].splitlines()[:_MAX_LINES]
@@ -1187,7 +1188,7 @@ class McpExplorePolicy(Policy[Any]):
         schema = tool.get("inputSchema")
         schema = schema if isinstance(schema, Mapping) else {"type": "object"}
         self._call_path = None
-        self._call_quoted: dict[str, None] = {}
+        self._call_quoted = {}
         self._call_needs_content = _needs_old_text(schema)
         try:
             value = self._make(schema, None, name)
@@ -1299,9 +1300,10 @@ class McpExplorePolicy(Policy[Any]):
         return items if len(items) >= low else items + [items[-1]] * (low - len(items))
 
     def _make_number(self, schema: Mapping[str, Any]) -> int | float:
-        default = schema.get("default")
-        number = isinstance(default, int | float) and not isinstance(default, bool)
-        if number and self._rng.random() < 0.5:
+        declared = schema.get("default")
+        number = isinstance(declared, int | float) and not isinstance(declared, bool)
+        default = declared if number else None
+        if default is not None and self._rng.random() < 0.5:
             return default
         low = schema.get("minimum")
         high = schema.get("maximum")
@@ -1310,9 +1312,9 @@ class McpExplorePolicy(Policy[Any]):
         if isinstance(schema.get("exclusiveMaximum"), int | float):
             high = schema["exclusiveMaximum"] - 1
         if low is None:
-            low = 0 if number and default == 0 else 1
+            low = 0 if default == 0 else 1
         if high is None:
-            high = max(low + 10, 2 * default if number and default > 0 else 20)
+            high = max(low + 10, 2 * default if default is not None and default > 0 else 20)
         low, high = math.ceil(low), math.floor(high)
         if high < low:
             raise _Unsupported
@@ -1627,7 +1629,8 @@ class McpExplorePolicy(Policy[Any]):
             if not isinstance(schema, Mapping) or {"enum", "const"} & set(schema):
                 continue
             kind = field_kind(field, schema)
-            items = schema.get("items") if isinstance(schema.get("items"), Mapping) else {}
+            declared = schema.get("items")
+            items = declared if isinstance(declared, Mapping) else {}
             strings = schema.get("type") == "string" or (
                 schema.get("type") == "array" and items.get("type") == "string"
             )

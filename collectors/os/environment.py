@@ -165,8 +165,8 @@ class OsEnvironment(DriverEnvironment[OsConfig, OsTask]):
         started = time.monotonic()
         try:
             calls = action_calls(action)
-        except ActionSyntaxError as error:
-            return self._refused(str(error), started)
+        except ActionSyntaxError as problem:
+            return self._refused(str(problem), started)
         deadline = started + float(timeout_s)
         reply: dict[str, Any] = {}
         done: list[dict[str, Any]] = []

@@ -170,10 +170,24 @@ def is_kept(node: Mapping[str, Any], table: str = TABLE) -> bool:
             return False
         if not (node.get("name") or node_text(node)):
             return False
-    x, y, width, height = (node.get(key) for key in ("x", "y", "width", "height"))
-    if not all(isinstance(value, (int, float)) for value in (x, y, width, height)):
+    box = _box(node)
+    if box is None:
         return False
-    return x >= 0 and y >= 0 and width > 0 and height > 0  # type: ignore[operator]
+    x, y, width, height = box
+    return x >= 0 and y >= 0 and width > 0 and height > 0
+
+
+def _box(node: Mapping[str, Any]) -> tuple[float, float, float, float] | None:
+    """The node's ``x``, ``y``, ``width`` and ``height``, or None unless all are numbers."""
+    x, y, width, height = (node.get(key) for key in ("x", "y", "width", "height"))
+    if (
+        isinstance(x, int | float)
+        and isinstance(y, int | float)
+        and isinstance(width, int | float)
+        and isinstance(height, int | float)
+    ):
+        return x, y, width, height
+    return None
 
 
 def walk(root: Mapping[str, Any] | None) -> Iterator[Mapping[str, Any]]:
@@ -336,12 +350,11 @@ def popup_lines(
             if popup.get("app") and node.get("app") != popup.get("app"):
                 continue
             states = node.get("states") or ()
-            x, y, width, height = (node.get(key) for key in ("x", "y", "width", "height"))
-            if "visible" not in states or not all(
-                isinstance(value, (int, float)) for value in (x, y, width, height)
-            ):
+            box = _box(node)
+            if "visible" not in states or box is None:
                 continue
-            centre_x, centre_y = x + width / 2, y + height / 2  # type: ignore[operator]
+            x, y, width, height = box
+            centre_x, centre_y = x + width / 2, y + height / 2
             if left <= centre_x < right and top <= centre_y < bottom:
                 disabled = "" if "enabled" in states else " (disabled)"
                 entries.append(_quoted(node.get("name")) + disabled)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from worldtrace.collectors.base import Collector, Policy, Renderer
+from worldtrace.collectors.base import Collector, Policy, Renderer, TaskCommands
 from worldtrace.collectors.requirements import Requirements
 from worldtrace.collectors.swe.environment import SweConfig, SweEnvironment
 from worldtrace.collectors.swe.render import SweRenderer
@@ -28,8 +28,6 @@ from worldtrace.schemas import Action
 from worldtrace.schemas.errors import ConfigError
 
 if TYPE_CHECKING:
-    import click
-
     from worldtrace.collectors.llm.policy import AgentPrompt
 
 
@@ -81,7 +79,7 @@ class SweCollector(Collector[SweConfig, SweTask]):
         _require_known_repo(environment)
         return load_tasks(environment.repo)
 
-    def task_commands(self) -> click.Command:
+    def task_commands(self) -> TaskCommands:
         """``worldtrace tasks swe synthesize``: make validated tasks for a repository."""
         from worldtrace.collectors.swe.commands import task_commands
 

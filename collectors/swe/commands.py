@@ -11,15 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from worldtrace.collectors.base import TaskCommands
 
-def task_commands() -> click.Command:
-    """The click command group behind ``worldtrace tasks swe``."""
+
+def task_commands() -> TaskCommands:
+    """The command group behind ``worldtrace tasks swe`` (typer's, on its own click)."""
     app = typer.Typer(
         help="Tasks of the swe domain: bugs synthesized in real repositories.",
         no_args_is_help=True,

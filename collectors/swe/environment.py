@@ -173,8 +173,8 @@ class SweEnvironment(DriverEnvironment[SweConfig, Any]):
         """Start a fresh container, apply the task's bug, return the orientation observation."""
         self._start_sandbox(self.config.image_tag, self.config.limits)
         self._open_driver()
-        patch = task.bug_patch if isinstance(task, PatchedTask) else None
-        if patch:
+        if isinstance(task, PatchedTask) and task.bug_patch:
+            patch = task.bug_patch
             reply = self._request(
                 {"op": "apply_patch", "patch": patch, "timeout": self.config.setup_timeout_s},
                 timeout_s=self.config.setup_timeout_s,
@@ -207,11 +207,11 @@ class SweEnvironment(DriverEnvironment[SweConfig, Any]):
             else:
                 request = _tool_request(action, timeout_s)
                 observation = self._request(request, timeout_s=request["timeout"] + GIT_ALLOWANCE_S)
-        except SandboxError as error:
+        except SandboxError as lost:
             if self._removed_from_outside():
                 # No action caused this, so the episode is tried again.
                 raise
-            return self._lost_outcome(error, started, action)
+            return self._lost_outcome(lost, started, action)
         observation["output_limit_chars"] = self.config.output_limit_chars
         limited = self._process_limit_outcome(observation, started, self.config.limits)
         if limited is not None:

@@ -37,6 +37,7 @@ import random
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 MUTATION_KINDS: tuple[str, ...] = (
     "flip-comparison",
@@ -84,6 +85,9 @@ _DROPPABLE = (
 )
 _MAX_DROPPED_LINES = 4
 """A dropped compound statement (``if``, ``for``...) spans at most this many lines."""
+# An expression slot of a function body: (node, parent, field or index, holder). The holder is
+# the parent itself or the list the node sits in (lists of expressions, operators, statements).
+_Slot = tuple[ast.expr, ast.AST, str | int, list[Any] | ast.AST]
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,7 @@ class _Candidate:
     texts: tuple[str, ...]
     """Replacement texts to try in order (plain first, then with parentheses)."""
     description: str
-    holder: list[ast.AST] | ast.AST
+    holder: list[Any] | ast.AST
     """Where the tree change is made: a statement list, or the node owning ``field``."""
     field: str | int
     """The field of ``holder`` (or index in it) that the change replaces."""
@@ -172,14 +176,14 @@ class _Source:
         line = self.lines[lineno - 1] if lineno - 1 < len(self.lines) else ""
         return self.starts[lineno - 1] + len(line.encode()[:col].decode(errors="replace"))
 
-    def span(self, node: ast.AST) -> tuple[int, int]:
+    def span(self, node: ast.expr | ast.stmt) -> tuple[int, int]:
         """The character span of ``node``."""
-        return (
-            self.offset(node.lineno, node.col_offset),  # type: ignore[attr-defined]
-            self.offset(node.end_lineno, node.end_col_offset),  # type: ignore[attr-defined]
-        )
+        end_col = node.end_col_offset
+        if end_col is None:
+            raise ValueError(f"{type(node).__name__} has no end position: not parsed from source")
+        return self.offset(node.lineno, node.col_offset), self.offset(_end_line(node), end_col)
 
-    def segment(self, node: ast.AST) -> str:
+    def segment(self, node: ast.expr | ast.stmt) -> str:
         """The source text of ``node``."""
         start, end = self.span(node)
         return self.text[start:end]
@@ -291,9 +295,7 @@ class _Finder:
         yield from self._changed_returns(nodes)
         yield from self._unwrapped_handlers(function)
 
-    def _with_parents(
-        self, function: ast.FunctionDef | ast.AsyncFunctionDef
-    ) -> Iterator[tuple[ast.AST, ast.AST, str | int, list[ast.AST] | ast.AST]]:
+    def _with_parents(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[_Slot]:
         """Yield (node, parent, field or index, holder) for each expression slot in the body."""
         for parent in [function, *_own_nodes(function)]:
             for field, value in ast.iter_fields(parent):
@@ -309,10 +311,10 @@ class _Finder:
     def _candidate(
         self,
         kind: str,
-        node: ast.AST,
+        node: ast.expr | ast.stmt,
         texts: tuple[str, ...],
         description: str,
-        holder: list[ast.AST] | ast.AST,
+        holder: list[Any] | ast.AST,
         field: str | int,
         replacement: object,
         span: tuple[int, int] | None = None,
@@ -322,7 +324,7 @@ class _Finder:
             kind, self.qualname, start, end, texts, description, holder, field, replacement
         )
 
-    def _flip_comparisons(self, nodes: list[tuple[ast.AST, ...]]) -> Iterator[_Candidate]:
+    def _flip_comparisons(self, nodes: list[_Slot]) -> Iterator[_Candidate]:
         for node, *_ in nodes:
             if not isinstance(node, ast.Compare):
                 continue
@@ -345,7 +347,7 @@ class _Finder:
                     span=(start, end),
                 )
 
-    def _off_by_ones(self, nodes: list[tuple[ast.AST, ...]]) -> Iterator[_Candidate]:
+    def _off_by_ones(self, nodes: list[_Slot]) -> Iterator[_Candidate]:
         for node, parent, field, holder in nodes:
             value = _integer_value(node)
             if value is not None and _is_bound(parent, field):
@@ -387,7 +389,7 @@ class _Finder:
             for index, statement in enumerate(body):
                 if not _droppable(statement):
                     continue
-                lines = statement.end_lineno - statement.lineno + 1  # type: ignore[operator]
+                lines = _end_line(statement) - statement.lineno + 1
                 if isinstance(statement, ast.If | ast.For | ast.While | ast.With) and (
                     lines > _MAX_DROPPED_LINES
                 ):
@@ -397,7 +399,7 @@ class _Finder:
                 description = f"dropped {self.text.segment(statement).splitlines()[0].strip()!r}"
                 if alone and others and not _only_docstring(others):
                     start = self.text.line_start(statement.lineno)
-                    end = self.text.line_end(statement.end_lineno)  # type: ignore[arg-type]
+                    end = self.text.line_end(_end_line(statement))
                     yield self._candidate(
                         "drop-statement",
                         statement,
@@ -423,13 +425,13 @@ class _Finder:
         """Whether nothing but whitespace and a comment shares the statement's lines."""
         start, end = self.text.span(statement)
         before = self.text.text[self.text.line_start(statement.lineno) : start]
-        after = self.text.text[end : self.text.line_end(statement.end_lineno)]  # type: ignore[arg-type]
-        neighbours_apart = (index == 0 or body[index - 1].end_lineno < statement.lineno) and (  # type: ignore[operator]
-            index == len(body) - 1 or body[index + 1].lineno > statement.end_lineno  # type: ignore[operator]
+        after = self.text.text[end : self.text.line_end(_end_line(statement))]
+        neighbours_apart = (index == 0 or _end_line(body[index - 1]) < statement.lineno) and (
+            index == len(body) - 1 or body[index + 1].lineno > _end_line(statement)
         )
         return not before.strip() and after.strip()[:1] in ("", "#") and neighbours_apart
 
-    def _swapped_arguments(self, nodes: list[tuple[ast.AST, ...]]) -> Iterator[_Candidate]:
+    def _swapped_arguments(self, nodes: list[_Slot]) -> Iterator[_Candidate]:
         for node, *_ in nodes:
             if not isinstance(node, ast.Call) or len(node.args) < 2:
                 continue
@@ -456,7 +458,7 @@ class _Finder:
                     span=(start, end),
                 )
 
-    def _inverted_conditions(self, nodes: list[tuple[ast.AST, ...]]) -> Iterator[_Candidate]:
+    def _inverted_conditions(self, nodes: list[_Slot]) -> Iterator[_Candidate]:
         for node, parent, field, holder in nodes:
             if field != "test" or not isinstance(parent, ast.If | ast.While | ast.IfExp):
                 continue
@@ -486,7 +488,7 @@ class _Finder:
         texts = (plain, wrapped) if plain else (wrapped,)
         return texts, ast.UnaryOp(op=ast.Not(), operand=node)
 
-    def _changed_returns(self, nodes: list[tuple[ast.AST, ...]]) -> Iterator[_Candidate]:
+    def _changed_returns(self, nodes: list[_Slot]) -> Iterator[_Candidate]:
         for node, parent, field, holder in nodes:
             if not isinstance(parent, ast.Return) or field != "value":
                 continue
@@ -524,7 +526,7 @@ class _Finder:
                 if text is None:
                     continue
                 start = self.text.line_start(statement.lineno)
-                end = self.text.line_end(statement.end_lineno)  # type: ignore[arg-type]
+                end = self.text.line_end(_end_line(statement))
                 caught = ", ".join(
                     self.text.segment(handler.type) if handler.type else "everything"
                     for handler in statement.handlers
@@ -551,7 +553,7 @@ class _Finder:
             inner = first_line[: len(first_line) - len(first_line.lstrip())]
             if not inner.startswith(outer) or inner == outer:
                 return None
-            for lineno in range(part[0].lineno, part[-1].end_lineno + 1):  # type: ignore[operator]
+            for lineno in range(part[0].lineno, _end_line(part[-1]) + 1):
                 line = self.text.lines[lineno - 1]
                 chunks.append(outer + line[len(inner) :] if line.startswith(inner) else line)
         text = "".join(chunks)
@@ -574,7 +576,7 @@ def _checked(
     expected = _dump_with(function, candidate.holder, candidate.field, candidate.replacement)
     first_line = min(node.lineno for node in [function, *function.decorator_list])
     begin = text.line_start(first_line)
-    finish = text.line_end(function.end_lineno)  # type: ignore[arg-type]
+    finish = text.line_end(_end_line(function))
     nested = function.col_offset > 0
     original = text.text[candidate.start : candidate.end]
     for replacement in candidate.texts:
@@ -586,7 +588,8 @@ def _checked(
         except SyntaxError:
             continue
         if nested:
-            parsed = parsed[0].body if len(parsed) == 1 else []  # type: ignore[attr-defined]
+            wrapper = parsed[0] if len(parsed) == 1 else None
+            parsed = wrapper.body if isinstance(wrapper, ast.If) else []
         if len(parsed) != 1 or ast.dump(parsed[0]) != expected:
             continue
         line = text.text.count("\n", 0, candidate.start) + 1
@@ -606,7 +609,7 @@ def _checked(
 
 
 def _dump_with(
-    tree: ast.AST, holder: list[ast.AST] | ast.AST, field: str | int, replacement: object
+    tree: ast.AST, holder: list[Any] | ast.AST, field: str | int, replacement: object
 ) -> str:
     """The dump of ``tree`` with ``holder[field]`` replaced (restored before returning)."""
     if isinstance(holder, list):
@@ -618,7 +621,7 @@ def _dump_with(
                 return ast.dump(tree)
             finally:
                 holder[field : field + len(replacement)] = [saved]
-        holder[field] = replacement  # type: ignore[assignment]
+        holder[field] = replacement
         try:
             return ast.dump(tree)
         finally:
@@ -630,6 +633,13 @@ def _dump_with(
         return ast.dump(tree)
     finally:
         setattr(holder, field, saved)
+
+
+def _end_line(node: ast.expr | ast.stmt) -> int:
+    """The last line of ``node``: set on every node ``ast.parse`` makes (None only by hand)."""
+    if node.end_lineno is None:
+        raise ValueError(f"{type(node).__name__} has no end position: not parsed from source")
+    return node.end_lineno
 
 
 def _integer_value(node: ast.AST) -> int | None:

@@ -16,9 +16,9 @@ import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from worldtrace.collectors.base import HistoryItem, Policy
+from worldtrace.collectors.swe.tasks import SweTask
 from worldtrace.collectors.swe.tools import tool_call
 from worldtrace.schemas import Action
 from worldtrace.schemas.raw import RawObservation
@@ -29,16 +29,6 @@ _TRACEBACK_LINE = re.compile(r"^(?P<path>[\w./-]+\.py):(?P<line>\d+): ", re.MULT
 _HUNK_HEADER = re.compile(r"^@@ -(?P<start>\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")
 # How many lines around a place the oracle reads.
 _READ_MARGIN = 12
-
-
-class FixableTask(Protocol):
-    """What the oracle needs of a task (``collectors.swe.tasks.SweTask`` has it)."""
-
-    name: str
-    file: str
-    function: str
-    failing_tests: tuple[str, ...]
-    gold_patch: str
 
 
 @dataclass(frozen=True)
@@ -81,7 +71,7 @@ def patch_hunks(patch: str) -> list[Hunk]:
     return hunks
 
 
-class SweOraclePolicy(Policy[FixableTask]):
+class SweOraclePolicy(Policy[SweTask]):
     """Reproduces, localizes, reads, fixes with the gold patch and re-runs the tests."""
 
     kind = "script"
@@ -92,12 +82,12 @@ class SweOraclePolicy(Policy[FixableTask]):
         if not 0 <= wrong_edit_rate <= 1:
             raise ValueError(f"wrong_edit_rate must be within 0..1, got {wrong_edit_rate}")
         self.wrong_edit_rate = wrong_edit_rate
-        self._task: FixableTask | None = None
+        self._task: SweTask | None = None
         self._random = random.Random(0)
         self._plan: list[Action] = []
         self._localized = False
 
-    def reset(self, seed: int, task: FixableTask | None) -> None:
+    def reset(self, seed: int, task: SweTask | None) -> None:
         """Plan the opening steps of ``task``; the rest follows what the tests print."""
         if task is None or not task.failing_tests or not task.gold_patch:
             raise ValueError(f"the swe oracle needs a synthesized task, got {task!r}")
@@ -197,4 +187,4 @@ def _package_frame(output: str, source_file: str) -> int | None:
     return lines[-1] if lines else None
 
 
-__all__ = ["FixableTask", "Hunk", "SweOraclePolicy", "patch_hunks"]
+__all__ = ["Hunk", "SweOraclePolicy", "patch_hunks"]

@@ -127,13 +127,14 @@ class TerminalEnvironment(DriverEnvironment[TerminalConfig, TerminalTask]):
                 "ssh.py), which TerminalCollector.make_environment chooses for it"
             )
         sandbox = self._start_sandbox(self.config.image, self.config.limits)
-        for command in task.setup if task else ():
+        setup, task_name = (task.setup, task.name) if task is not None else ((), "")
+        for command in setup:
             result = sandbox.exec(
                 command, timeout=self.config.setup_timeout_s, workdir=HOME, user=USER
             )
             if result.exit_code != 0:
                 raise TaskSetupError(
-                    f"setup command {command!r} of task {task.name!r} exited "
+                    f"setup command {command!r} of task {task_name!r} exited "
                     f"{result.exit_code}: {result.stderr.decode(errors='replace').strip()[-500:]}"
                 )
         self._open_driver()
@@ -172,11 +173,11 @@ class TerminalEnvironment(DriverEnvironment[TerminalConfig, TerminalTask]):
                     ),
                     timeout_s=timeout_s,
                 )
-        except SandboxError as error:
+        except SandboxError as lost:
             if self._removed_from_outside():
                 # No action caused this, so the episode is tried again.
                 raise
-            return self._lost_outcome(error, started)
+            return self._lost_outcome(lost, started)
         limited = self._process_limit_outcome(observation, started, self.config.limits)
         if limited is not None:
             return limited
@@ -259,8 +260,12 @@ def _invalid_action(action: Action) -> str | None:
         return None
     if action.name == "wait":
         seconds = action.arguments.get("seconds")
-        valid = isinstance(seconds, int | float) and not isinstance(seconds, bool)
-        if not valid or not math.isfinite(seconds) or seconds <= 0:
+        if (
+            not isinstance(seconds, int | float)
+            or isinstance(seconds, bool)
+            or not math.isfinite(seconds)
+            or seconds <= 0
+        ):
             return "wait needs a positive, finite number of seconds"
         return None
     return f"unknown terminal action {action.name!r} (expected 'keys' or 'wait')"

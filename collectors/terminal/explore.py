@@ -296,7 +296,7 @@ class ExplorePolicy(Policy[TerminalTask]):
         self._created: dict[str, str] = {}  # path -> "file" or "dir"
         self._jobs: dict[int, str] = {}  # bash job number -> command
         self._repos: dict[str, dict[str, int]] = {}  # root -> {"staged": n, "commits": n}
-        self._env: dict[str, str] = {}
+        self._exported: dict[str, str] = {}  # variable -> value (export)
         self._visited: dict[str, None] = {}
         self._not_repos: dict[str, None] = {}
         self._pending: list[_Step] = []
@@ -851,12 +851,12 @@ class ExplorePolicy(Policy[TerminalTask]):
 
     def _env(self) -> _Plan | None:
         roll = self._rng.random()
-        if roll < 0.35 or not self._env:
+        if roll < 0.35 or not self._exported:
             name = self._pick(_ENV_NAMES)
             value = self._pick(_ENV_VALUES)
-            self._env[name] = value
+            self._exported[name] = value
             return _Plan(command(f"export {name}={value}"))
-        name = self._pick(list(self._env))
+        name = self._pick(list(self._exported))
         return _Plan(command(self._pick(_ENV_LOOKS).format(n=name)))
 
     def _misc(self) -> _Plan | None:

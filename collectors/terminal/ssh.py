@@ -103,7 +103,8 @@ class SshTerminalEnvironment(TerminalEnvironment):
             )
         account = host.begin_episode()
         self._run_dir = posixpath.join(host.workdir, f"run-{secrets.token_hex(6)}")
-        for command in task.setup if task else ():
+        setup, task_name = (task.setup, task.name) if task is not None else ((), "")
+        for command in setup:
             result = host.run(
                 on_host(command, account.home),
                 timeout=self.config.setup_timeout_s,
@@ -112,7 +113,7 @@ class SshTerminalEnvironment(TerminalEnvironment):
             )
             if result.exit_code != 0:
                 raise TaskSetupError(
-                    f"setup command {command!r} of task {task.name!r} exited "
+                    f"setup command {command!r} of task {task_name!r} exited "
                     f"{result.exit_code} on {host.address}: "
                     f"{result.stderr.decode(errors='replace').strip()[-500:]}"
                 )

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Annotated, Any, Literal, Protocol
 
-from playwright.sync_api import BrowserContext, Locator, Page
+from playwright.sync_api import Locator, Page
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
 from worldtrace.schemas import Action
@@ -254,8 +254,6 @@ def action_text(name: str, arguments: dict[str, Any]) -> str:
 class BrowserTabs(Protocol):
     """What actions need from the environment: the active tab and the tab list."""
 
-    context: BrowserContext
-
     @property
     def page(self) -> Page:
         """The active tab."""
@@ -267,6 +265,10 @@ class BrowserTabs(Protocol):
 
     def activate(self, page: Page) -> None:
         """Make ``page`` the active tab."""
+        ...
+
+    def new_tab(self) -> Page:
+        """Open a new tab in the episode's browser context (not yet the active one)."""
         ...
 
     def check_url(self, url: str) -> None:
@@ -347,11 +349,11 @@ def run_action(action: Action, tabs: BrowserTabs) -> None:
                 raise ActionRefused(f"no tab {index}: {len(pages)} tab(s) open")
             tabs.activate(pages[index])
         case "new_tab":
-            tabs.activate(tabs.context.new_page())
+            tabs.activate(tabs.new_tab())
         case "tab_close":
             remaining = [other for other in tabs.pages() if other is not page]
             if not remaining:
-                remaining = [tabs.context.new_page()]
+                remaining = [tabs.new_tab()]
             page.close()
             tabs.activate(remaining[-1])
         case "go_back":

@@ -384,7 +384,8 @@ def _jail_command(network: BrowserNetwork, folder: Path, cgroup: MemoryCgroup) -
     )
 
 
-def _browser_environment() -> dict[str, str]:
+# The value type is the one launch(env=…) declares (a dict, so no narrower value type passes).
+def _browser_environment() -> dict[str, str | float | bool]:
     passed = {
         key: value
         for key, value in os.environ.items()

@@ -209,6 +209,12 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
         """Open tabs in opening order."""
         return list(self.context.pages) if self.context else []
 
+    def new_tab(self) -> Page:
+        """Open a new tab in the episode's browser context."""
+        if self.context is None:
+            raise RuntimeError("the web environment is not reset")
+        return self.context.new_page()
+
     def activate(self, page: Page) -> None:
         """Bring ``page`` to the front and make actions go to it."""
         self._page = page
@@ -603,7 +609,7 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
             return self._broken_observation(timing)
         if self.page.is_closed():
             remaining = self.pages()
-            self.activate(remaining[-1] if remaining else self.context.new_page())  # type: ignore[union-attr]
+            self.activate(remaining[-1] if remaining else self.new_tab())
         settle_s, settled, waiting = self._settle(settle_cap_s or self.config.settle_cap_s)
         page = self.page
         cdp = self._cdp_for(page)

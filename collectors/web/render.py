@@ -53,9 +53,7 @@ _NOT_TEXT = frozenset({"screenshot_png"})
 """Raw fields that hold no URL (base64 images): left as they are."""
 
 
-def legacy_origin_rewrite(
-    site: str, start_url: str
-) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+def legacy_origin_rewrite(site: str, start_url: str) -> Callable[[Any], Any] | None:
     """The rewrite of an old episode's loopback origin to ``site``'s stable one, or None.
 
     None when the episode already used the stable origin, or its site has none (not a

@@ -126,7 +126,8 @@ def answer_matches_graph(tool: str, names: Iterable[str]) -> Callable[[CheckCont
             for item in shown.get("entities", [])
             if isinstance(item, Mapping)
         }
-        return sorted(entities) == wanted and all(
+        # key=str: an entity shown without a name (None) fails the comparison, not the sort.
+        return sorted(entities, key=str) == wanted and all(
             graph.entities.get(name) == entities[name] for name in wanted
         )
 

@@ -211,6 +211,8 @@ def scripted_memory(task: SearchTask) -> dict[str, str]:
         action = step.arguments.get("action")
         key = step.arguments.get("key")
         value = step.arguments.get("value")
+        if not isinstance(key, str):
+            continue  # the real memory refuses a call without a key
         adds = action == "add" and key not in memory
         updates = action == "update" and key in memory
         if (adds or updates) and value is not None:
