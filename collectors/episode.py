@@ -77,6 +77,11 @@ def stop_requested() -> bool:
     return _stop.is_set()
 
 
+def wait_for_stop(seconds: float) -> bool:
+    """Wait up to ``seconds``, returning early (True) if the run is asked to stop."""
+    return _stop.wait(seconds)
+
+
 def clear_stop() -> None:
     """Forget an earlier stop request (a new run in the same process)."""
     _stop.clear()
@@ -181,6 +186,8 @@ def run_episode(
     except EpisodeInterrupted:
         raise
     except ModelUnavailable as error:
+        if _stop.is_set():  # the retries ended because the run was asked to stop
+            raise _interrupt(writer) from None
         # The model server's failure, not the agent's: collected again when the run resumes.
         writer.abandon(f"the model did not answer: {error}")
         raise

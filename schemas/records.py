@@ -95,7 +95,8 @@ class ModelUsage(Record):
     """What a model-driven policy spent: one call's, or (on an episode) the sum of its calls.
 
     Tokens are the server's own ``usage`` counts (0 where it reported none); time is measured
-    by the policy around the request, retries included; the cost is computed from the
+    by the policy around the request that answered (retries and backoff not counted); the
+    cost is computed from the
     policy's configured ``prices`` and is null without them.
     """
 

@@ -14,7 +14,10 @@ a dict:
 - ``{"tool_calls": [{"name": ..., "arguments": {...} or "raw text"}]}``: function calls;
 - ``{"status": 429, "headers": {"Retry-After": "1"}}``, ``{"status": 500}``: an error reply;
 - ``{"sleep": 3.0, ...}``: wait that long first (longer than the client's timeout: a timeout);
-- ``{"drop": True}``: close the connection without answering.
+- ``{"drop": True}``: close the connection without answering;
+- ``{"html": True}``: a 200 whose body is an HTML page (a proxy's), ``{"no_choices": True}``: a
+  completion without choices, ``"finish_reason"`` beside a reply: how it says it ended,
+  ``"object_arguments": True``: tool-call arguments sent as an object, not as JSON text.
 
 A reply may also be a function of the request body returning one of these. Every request is
 kept (``requests``: bodies; ``authorizations``: the ``Authorization`` headers), and every
@@ -143,6 +146,14 @@ class StandInModelServer:
                     self.connection.shutdown(socket.SHUT_RDWR)
                     self.close_connection = True
                     return
+                if reply.get("html"):  # a proxy's page where a completion belongs
+                    page = b"<html><body>502 Bad Gateway</body></html>"
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/html")
+                    self.send_header("Content-Length", str(len(page)))
+                    self.end_headers()
+                    self.wfile.write(page)
+                    return
                 if "status" in reply:
                     error = {"error": {"message": reply.get("message", "stand-in error")}}
                     self._send(int(reply["status"]), error, dict(reply.get("headers") or {}))
@@ -166,7 +177,7 @@ class StandInModelServer:
                     "function": {
                         "name": call["name"],
                         "arguments": call["arguments"]
-                        if isinstance(call["arguments"], str)
+                        if isinstance(call["arguments"], str) or reply.get("object_arguments")
                         else json.dumps(call["arguments"]),
                     },
                 }
@@ -180,11 +191,14 @@ class StandInModelServer:
             "object": "chat.completion",
             "created": 1_800_000_000,
             "model": self.model,
-            "choices": [
+            "choices": []
+            if reply.get("no_choices")
+            else [
                 {
                     "index": 0,
                     "message": message,
-                    "finish_reason": "tool_calls" if calls else "stop",
+                    "finish_reason": reply.get("finish_reason")
+                    or ("tool_calls" if calls else "stop"),
                 }
             ],
             "usage": reply.get("usage") or estimated_usage(body, text),

@@ -16,7 +16,9 @@ unbounded connections.
 from __future__ import annotations
 
 import functools
+import json
 import os
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -27,13 +29,15 @@ import openai
 import tenacity
 
 from worldtrace.collectors.base import ModelUnavailable
-from worldtrace.collectors.episode import stop_requested
+from worldtrace.collectors.episode import stop_requested, wait_for_stop
 from worldtrace.collectors.llm.params import LLMParams
 from worldtrace.schemas import ModelUsage
 
 NO_KEY = "no-key"
 """What the client sends when no key is configured: the ``openai`` client needs a value, and a
 local server ignores it."""
+
+_BEARER = re.compile(r"Bearer\s+\S+")
 
 MAX_BACKOFF_S = 30.0
 """The longest wait between two attempts (a server's ``Retry-After`` is capped to it too)."""
@@ -83,7 +87,7 @@ class Reply:
 
 def _transient(error: BaseException) -> bool:
     """Whether ``error`` is the server's passing trouble (worth another attempt)."""
-    if isinstance(error, openai.APIConnectionError | openai.APITimeoutError):
+    if isinstance(error, openai.APIConnectionError | openai.APITimeoutError | _NoCompletion):
         return True
     if isinstance(error, openai.APIStatusError):
         return error.status_code in (408, 409, 429) or error.status_code >= 500
@@ -114,10 +118,23 @@ class _Wait(tenacity.wait.wait_base):
 
 
 class _StopRequested(tenacity.stop.stop_base):
-    """Stops the retries of a run asked to stop: it does not wait out a backoff."""
+    """Ends the retries of a run asked to stop (with :func:`_sleep`, no backoff is waited out)."""
 
     def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
         return stop_requested()
+
+
+def _sleep(seconds: float) -> None:
+    """Tenacity's wait between attempts, cut short by a stop request."""
+    wait_for_stop(seconds)
+
+
+class _NoCompletion(Exception):
+    """A 200 reply that is no chat completion (no choices, or not JSON: a proxy's page)."""
+
+
+class _Stopped(Exception):
+    """The run was asked to stop before an attempt: none is made."""
 
 
 def _describe(error: BaseException | None) -> str:
@@ -132,9 +149,24 @@ class ModelClient:
     def __init__(self, params: LLMParams) -> None:
         self.params = params
         key = os.environ.get(params.api_key_env) if params.api_key_env else None
+        self._key = key
         self._client = _shared_client(params.base_url, key or NO_KEY, params.request_timeout_s)
         self._slots = endpoint_slots(params.base_url, params.concurrency)
         self._model = params.model
+
+    def _server_message(self, error: openai.APIStatusError) -> str:
+        """What the server said (it names a bad model or parameter), short and keyless.
+
+        A server refusing a key may quote it: that answer is left out, and the key is masked
+        wherever else it appears.
+        """
+        if error.status_code in (401, 403):
+            return "the key was refused"
+        body = error.body
+        message = str((body.get("message") if isinstance(body, dict) else None) or error.message)
+        if self._key:
+            message = message.replace(self._key, "***")
+        return _BEARER.sub("Bearer ***", message)[:300]
 
     def models(self) -> list[str]:
         """The ids of the models the endpoint lists (one request, retried)."""
@@ -178,6 +210,8 @@ class ModelClient:
             started = time.monotonic()
             response = self._client.chat.completions.create(**request)
             timed.append(time.monotonic() - started)
+            if not getattr(response, "choices", None):
+                raise _NoCompletion()
             return response
 
         response = self._retrying(call)
@@ -189,12 +223,18 @@ class ModelClient:
             retry=tenacity.retry_if_exception(_transient),
             stop=tenacity.stop_after_attempt(self.params.max_retries + 1) | _StopRequested(),
             wait=_Wait(),
+            sleep=_sleep,
             reraise=False,
         )
         try:
             for attempt in retrying:
-                with attempt, self._slots:
-                    return request()
+                with attempt:
+                    if stop_requested():
+                        raise _Stopped()
+                    with self._slots:
+                        return request()
+        except _Stopped:
+            raise ModelUnavailable(f"{self.params.base_url}: the run was asked to stop") from None
         except tenacity.RetryError as error:
             last = error.last_attempt.exception()
             attempts = error.last_attempt.attempt_number
@@ -205,7 +245,7 @@ class ModelClient:
         except openai.APIStatusError as error:  # the request itself was refused: no retry helps
             raise ModelUnavailable(
                 f"{self.params.base_url} refused the request: HTTP {error.status_code} "
-                f"({_server_message(error)})",
+                f"({self._server_message(error)})",
                 error.status_code,
             ) from None
         except openai.OpenAIError as error:
@@ -213,11 +253,12 @@ class ModelClient:
         raise AssertionError("unreachable: tenacity returns or raises")
 
 
-def _server_message(error: openai.APIStatusError) -> str:
-    """The error message the server sent (it names a bad model or parameter), kept short."""
-    body = error.body
-    message = body.get("message") if isinstance(body, dict) else None
-    return str(message or error.message)[:300]
+def _arguments_text(function: Any) -> str:
+    """A call's arguments as JSON text (some servers send an object where text belongs)."""
+    arguments = function.arguments
+    if isinstance(arguments, dict | list):
+        return json.dumps(arguments, ensure_ascii=False)
+    return arguments or ""
 
 
 def _count(value: Any) -> int:
@@ -237,7 +278,7 @@ def _reply(response: Any, latency_s: float, params: LLMParams) -> Reply:
     )
     cost = params.prices.cost_usd(prompt, completion, cached) if params.prices else None
     calls = tuple(
-        ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
+        ToolCall(id=call.id, name=call.function.name, arguments=_arguments_text(call.function))
         for call in (message.tool_calls or [] if message else [])
         if getattr(call, "function", None) is not None
     )

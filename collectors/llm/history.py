@@ -6,10 +6,13 @@ showed after it. When the estimate exceeds the budget, whole turns are left out 
 oldest (the system prompt, the instruction and the current state always stay), and the
 number left out is recorded with the call.
 
-Tokens are estimated, not counted: :data:`CHARS_PER_TOKEN` characters per token plus
-:data:`TOKENS_PER_MESSAGE` per message. That is close for English and code with the common
-BPE vocabularies and needs no tokenizer download; set ``history_tokens`` with a margin below
-the model's context (the default leaves room in a 32k context).
+Tokens are estimated, not counted: :data:`CHARS_PER_TOKEN` ASCII characters per token, one
+token per other character (CJK text runs about one to one and a half characters a token), and
+:data:`TOKENS_PER_MESSAGE` per message; the tool definitions offered count as part of the
+prompt. That is close for English and code with the common BPE vocabularies and needs no
+tokenizer download; set ``history_tokens`` with a margin below the model's context (the
+default leaves room in a 32k context). A prompt the server still refuses (HTTP 400: too long)
+ends the episode with the reason.
 """
 
 from __future__ import annotations
@@ -26,6 +29,12 @@ TOKENS_PER_MESSAGE = 4
 Message = dict[str, Any]
 
 
+def text_tokens(text: str) -> int:
+    """The estimated tokens of ``text``: ASCII at :data:`CHARS_PER_TOKEN`, others one each."""
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    return math.ceil(ascii_chars / CHARS_PER_TOKEN) + (len(text) - ascii_chars)
+
+
 def estimate_tokens(messages: Sequence[Message]) -> int:
     """The estimated prompt tokens of ``messages`` (content and tool calls)."""
     total = 0
@@ -33,15 +42,16 @@ def estimate_tokens(messages: Sequence[Message]) -> int:
         text = message.get("content") or ""
         if message.get("tool_calls"):
             text += json.dumps(message["tool_calls"])
-        total += math.ceil(len(text) / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE
+        total += text_tokens(text) + TOKENS_PER_MESSAGE
     return total
 
 
 def cut_to_tokens(text: str, tokens: int) -> str:
     """``text`` with its middle left out (and said so) if it exceeds ``tokens``."""
-    keep = max(int(tokens * CHARS_PER_TOKEN), 200)
-    if len(text) <= keep:
+    total = text_tokens(text)
+    if total <= tokens:
         return text
+    keep = max(tokens * len(text) // total, 200)  # the share of the characters that fits
     head = keep * 2 // 3
     tail = keep - head
     left_out = len(text) - head - tail

@@ -33,7 +33,8 @@ class Prices(BaseModel):
     def cost_usd(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int) -> float:
         """The cost of one call's tokens."""
         cached_price = self.prompt if self.cached is None else self.cached
-        fresh = max(prompt_tokens - cached_tokens, 0)
+        cached_tokens = min(cached_tokens, prompt_tokens)  # never more than the prompt held
+        fresh = prompt_tokens - cached_tokens
         total = fresh * self.prompt + cached_tokens * cached_price
         return (total + completion_tokens * self.completion) / 1_000_000
 

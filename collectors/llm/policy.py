@@ -30,7 +30,7 @@ from worldtrace.collectors.base import (
     Task,
 )
 from worldtrace.collectors.llm.client import ModelClient, Reply
-from worldtrace.collectors.llm.history import Message, fit
+from worldtrace.collectors.llm.history import Message, estimate_tokens, fit
 from worldtrace.collectors.llm.params import LLMParams
 from worldtrace.schemas import Action, PolicyRef
 from worldtrace.schemas.errors import ConfigError, InputError, SetupError
@@ -59,6 +59,13 @@ class AgentPrompt:
     tools: ToolList | None = None
     stop_words: frozenset[str] = field(default_factory=lambda: frozenset({"DONE"}))
 
+
+_THINKING = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL)
+"""A reasoning block a model writes into its reply when the server does not split it off."""
+
+REFUSED_PROMPT = frozenset({400, 413, 422})
+"""Statuses with which a server refuses a prompt itself (too long for the context, say): the
+episode ends there with the reason, where a server that is down stops the run."""
 
 _FENCED = re.compile(r"```[A-Za-z0-9_-]*\n?(.*?)```", re.DOTALL)
 
@@ -162,16 +169,32 @@ class LLMPolicy(Policy[Task]):
             self._first = observation
             if self._prompt.tools is not None:
                 self._tools = function_definitions(self._prompt.tools(observation))
-        prompt = fit(self._fixed_messages(), self._turns(history), self.params.history_tokens)
+        budget = self.params.history_tokens - estimate_tokens(self._tools_message())
+        prompt = fit(self._fixed_messages(), self._turns(history), budget)
         seed = self.params.seed if self.params.seed is not None else self._seed
-        reply = self._client.complete(prompt.messages, self._tools, seed)
+        try:
+            reply = self._client.complete(prompt.messages, self._tools, seed)
+        except ModelUnavailable as error:
+            if error.status_code in REFUSED_PROMPT:
+                # This prompt, not the server: a resumed run would send it again.
+                raise PolicyGaveUp(f"the model server refused the prompt: {error}") from None
+            raise
         usage = reply.usage.model_copy(update={"trimmed_steps": prompt.trimmed_turns})
         self._call = ModelCall(usage=usage, reply=reply.raw)
         choice = self._choice(reply)
         self._invalid_in_row = self._invalid_in_row + 1 if isinstance(choice, RejectedReply) else 0
         return choice
 
+    def _tools_message(self) -> list[Message]:
+        """The tool definitions as the estimate counts them (they are part of the prompt)."""
+        return [{"role": "system", "content": json.dumps(self._tools)}] if self._tools else []
+
     def _choice(self, reply: Reply) -> Action | RejectedReply | None:
+        cut = reply.raw.get("finish_reason")
+        if cut in ("length", "content_filter"):
+            shown = reply.content or json.dumps(reply.raw.get("tool_calls") or [])
+            why = "max_tokens" if cut == "length" else "the server's content filter"
+            return RejectedReply(shown, f"the reply was cut off by {why}")
         if self._prompt.tools is not None:
             if not reply.tool_calls:
                 return None  # a tool agent that calls no tool has finished
@@ -194,8 +217,9 @@ class LLMPolicy(Policy[Task]):
                 return RejectedReply(
                     json.dumps({"name": call.name, "arguments": arguments}), str(error)
                 )
-        text = action_text(reply.content)
-        lines = reply.content.strip().splitlines()
+        content = _THINKING.sub("", reply.content)  # a reasoning model served without a parser
+        text = action_text(content)
+        lines = content.strip().splitlines()
         if text in self._prompt.stop_words or (
             lines and lines[-1].strip() in self._prompt.stop_words
         ):

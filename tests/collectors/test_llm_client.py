@@ -6,6 +6,7 @@ The client talks to the stand-in model server (tests/llm_server.py) through the 
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -16,13 +17,14 @@ import pytest
 
 from tests.llm_collecting import usage
 from tests.llm_server import MODEL, StandInModelServer
-from worldtrace.collectors.base import ModelUnavailable, RejectedReply
+from worldtrace.collectors.base import ModelUnavailable, PolicyGaveUp, RejectedReply
+from worldtrace.collectors.episode import clear_stop, request_stop
 from worldtrace.collectors.llm.client import ModelClient
-from worldtrace.collectors.llm.history import estimate_tokens, fit
+from worldtrace.collectors.llm.history import estimate_tokens, fit, text_tokens
 from worldtrace.collectors.llm.params import LLMParams, Prices
 from worldtrace.collectors.llm.policy import LLMPolicy
 from worldtrace.collectors.registry import get_collector
-from worldtrace.schemas import Episode, Transition, arrow_schema_of
+from worldtrace.schemas import Action, Episode, Transition, arrow_schema_of
 from worldtrace.schemas.arrow import upgrade_episode_table, upgrade_transition_table
 
 MESSAGES = [{"role": "user", "content": "hello"}]
@@ -150,3 +152,88 @@ def test_a_stop_word_alone_on_the_last_line_ends_the_episode() -> None:
         screen = {"screen": "user@sandbox:~$ ", "cwd": "/home/user"}
         assert policy.act(screen, []) is None
         assert policy.last_call() is not None  # its cost is kept for the episode's end
+
+
+def _policy(domain: str, url: str, **params: Any) -> LLMPolicy:
+    policy = LLMPolicy(get_collector(domain), LLMParams(base_url=url, **params))
+    policy.reset(seed=1, task=None)
+    return policy
+
+
+SCREEN = {"screen": "user@sandbox:~$ ", "cwd": "/home/user"}
+
+
+def test_a_prompt_the_server_refuses_ends_the_episode_not_the_run() -> None:
+    too_long = {"status": 400, "message": "This model's maximum context length is 32768 tokens"}
+    with StandInModelServer([too_long]) as server:
+        with pytest.raises(PolicyGaveUp, match=r"refused the prompt.*maximum context length"):
+            _policy("terminal", server.url, max_retries=3).act(SCREEN, [])
+        assert len(server.chat_requests()) == 1  # not retried: the same prompt fails again
+
+
+def test_a_reply_cut_off_at_max_tokens_is_no_action() -> None:
+    cut = {"tool_calls": [{"name": "web_search", "arguments": '{"query": "git st'}]}
+    with StandInModelServer([{**cut, "finish_reason": "length"}]) as server:
+        choice = _policy("search", server.url).act({"tools": []}, [])
+    assert isinstance(choice, RejectedReply) and "cut off by max_tokens" in choice.problem
+
+
+@pytest.mark.parametrize("broken", [{"no_choices": True}, {"html": True}])
+def test_a_reply_that_is_no_completion_is_the_servers_fault_and_retried(
+    broken: dict[str, Any],
+) -> None:
+    with StandInModelServer([broken], then={"content": "ls<Enter>"}) as server:
+        choice = _policy("terminal", server.url, max_retries=2).act(SCREEN, [])
+        assert len(server.chat_requests()) == 2
+    assert isinstance(choice, Action) and choice.text == "ls<Enter>"
+
+
+def test_a_reasoning_block_in_the_reply_is_not_typed() -> None:
+    reply = {"content": "<think>The user wants the files.\nI will list them.</think>\nls<Enter>"}
+    with StandInModelServer([reply]) as server:
+        choice = _policy("terminal", server.url).act(SCREEN, [])
+    assert isinstance(choice, Action) and choice.text == "ls<Enter>"
+
+
+def test_tool_call_arguments_sent_as_an_object_are_read() -> None:
+    call = {"name": "web_search", "arguments": {"query": "git stash"}}
+    with StandInModelServer([{"tool_calls": [call], "object_arguments": True}]) as server:
+        choice = _policy("search", server.url).act({"tools": []}, [])
+    assert isinstance(choice, Action) and choice.arguments == {"query": "git stash"}
+
+
+def test_no_key_reaches_an_error_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "sk-planted-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    quoting = {"status": 404, "message": f"no model for Bearer {key} (key {key})"}
+    refused = {"status": 401, "message": f"Incorrect API key provided: {key}"}
+    with StandInModelServer([quoting, refused]) as server:
+        for expected in ("HTTP 404", "HTTP 401 (the key was refused)"):
+            with pytest.raises(ModelUnavailable, match=re.escape(expected)) as raised:
+                _client(server.url, model=MODEL).complete(MESSAGES, [])
+            assert key not in str(raised.value)
+
+
+def test_a_stop_request_ends_the_backoff() -> None:
+    slow_down = {"status": 429, "headers": {"Retry-After": "20"}}
+    with StandInModelServer([slow_down], then={"content": "never"}) as server:
+        client = _client(server.url, model=MODEL, max_retries=3)
+        threading.Timer(0.5, request_stop).start()
+        started = time.monotonic()
+        try:
+            with pytest.raises(ModelUnavailable):
+                client.complete(MESSAGES, [])
+        finally:
+            clear_stop()
+        assert time.monotonic() - started < 10  # the 20 s wait was not waited out
+        assert len(server.chat_requests()) == 1
+
+
+def test_cost_never_counts_more_cached_tokens_than_the_prompt_held() -> None:
+    prices = Prices(prompt=2.0, completion=0.0, cached=1.0)
+    assert prices.cost_usd(100, 0, 200) == pytest.approx(100 * 1.0 / 1e6)
+
+
+def test_text_in_other_scripts_is_estimated_at_a_token_a_character() -> None:
+    assert text_tokens("a" * 350) == 100
+    assert text_tokens("日本語" * 100) == 300
