@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from worldtrace.collectors.search.image_definition import IMAGE_TAG
-from worldtrace.sandboxes.docker import docker_client
+from worldtrace.sandboxes.engine import docker_client
 
 TANTIVY_VERSION = "0.27.0"
 RESULTS = Path(__file__).parent / "results" / "search_engines.json"

@@ -44,7 +44,8 @@ from worldtrace.collectors.swe.environment import (
 )
 from worldtrace.collectors.swe.tools import tool_call
 from worldtrace.flows.logs import configure
-from worldtrace.sandboxes.docker import SandboxError, require_image
+from worldtrace.sandboxes.docker import require_image
+from worldtrace.sandboxes.errors import SandboxError
 from worldtrace.schemas import Action
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"

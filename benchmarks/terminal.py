@@ -50,12 +50,8 @@ from worldtrace.collectors.episode import EpisodeLimits, run_episode
 from worldtrace.collectors.recorder import RunRecorder, read_episode
 from worldtrace.collectors.terminal.actions import command
 from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
-from worldtrace.sandboxes.docker import (
-    DockerSandbox,
-    SandboxError,
-    exit_cleanly_on_sigterm,
-    require_image,
-)
+from worldtrace.sandboxes.docker import DockerSandbox, exit_cleanly_on_sigterm, require_image
+from worldtrace.sandboxes.errors import SandboxError
 from worldtrace.schemas import Action
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"

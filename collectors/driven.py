@@ -20,7 +20,9 @@ from pydantic import Field
 
 from worldtrace.collectors.base import ConfigT, Environment, EnvironmentConfig, StepOutcome, TaskT
 from worldtrace.sandboxes.channel import DriverChannel, last_look
-from worldtrace.sandboxes.docker import DockerSandbox, Limits, SandboxError
+from worldtrace.sandboxes.docker import DockerSandbox
+from worldtrace.sandboxes.errors import SandboxError
+from worldtrace.sandboxes.limits import Limits
 from worldtrace.schemas.raw import RawObservation
 
 LAST_LOOK_TIMEOUT_S = 10.0

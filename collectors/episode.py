@@ -30,8 +30,8 @@ from worldtrace.collectors.base import (
 )
 from worldtrace.collectors.recorder import EpisodeWriter, now_utc
 from worldtrace.collectors.size_caps import cap_observation, cap_step
-from worldtrace.sandboxes.docker import SandboxError
 from worldtrace.sandboxes.engine import EngineLost, engine_lost
+from worldtrace.sandboxes.errors import SandboxError
 from worldtrace.schemas.raw import RawEnd, RawObservation, RawStart, RawStep, RecordedLimits
 from worldtrace.schemas.records import EnvironmentRef, EpisodeStatus
 

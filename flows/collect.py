@@ -57,8 +57,10 @@ from worldtrace.flows.stopping import collecting
 from worldtrace.normalizers import normalize_run
 from worldtrace.publishing.inspect import usage_sum, usage_totals
 from worldtrace.sandboxes import remote
-from worldtrace.sandboxes.docker import RUN_LABEL, SandboxError, docker_client, gc, labelled
-from worldtrace.sandboxes.engine import EngineLost, remove_left_behind, wait_for_engine
+from worldtrace.sandboxes.docker import RUN_LABEL, gc, labelled, remove_left_behind
+from worldtrace.sandboxes.engine import EngineLost, docker_client, wait_for_engine
+from worldtrace.sandboxes.errors import SandboxError
+from worldtrace.sandboxes.images import build_images
 from worldtrace.schemas.errors import ConfigError, SetupError
 from worldtrace.schemas.layouts import RunLayout
 from worldtrace.schemas.storage import RemoteFolder, is_remote, local_path
@@ -126,7 +128,7 @@ class PreparedRun:
             if sandbox_host in self._hosts_ready:
                 return
             remote.require_no_disk_cap(self.environment, sandbox_host)
-            remote.ensure_images(self.collector.requirements.images, docker_client(sandbox_host))
+            build_images(list(self.collector.requirements.images), docker_client(sandbox_host))
             self._hosts_ready.add(sandbox_host)
 
 

@@ -173,10 +173,11 @@ def _docker_checks() -> list[Check]:
 
     from worldtrace.sandboxes import docker as sandbox_docker
     from worldtrace.sandboxes import images
+    from worldtrace.sandboxes.engine import docker_client
 
     definitions = _images()
     try:
-        client = sandbox_docker.docker_client()
+        client = docker_client()
         engine = client.version()
     except Exception as error:
         detail = str(error) or type(error).__name__

@@ -1,5 +1,7 @@
 """Where real environments run: Docker images and containers with limits and cleanup."""
 
-from worldtrace.sandboxes.docker import DockerSandbox, ExecResult, Limits, SandboxDied, SandboxError
+from worldtrace.sandboxes.docker import DockerSandbox, ExecResult
+from worldtrace.sandboxes.errors import SandboxDied, SandboxError
+from worldtrace.sandboxes.limits import Limits
 
 __all__ = ["DockerSandbox", "ExecResult", "Limits", "SandboxDied", "SandboxError"]

@@ -15,7 +15,8 @@ import secrets
 import time
 from typing import Any, Protocol
 
-from worldtrace.sandboxes.docker import DockerSandbox, SandboxDied, SandboxError
+from worldtrace.sandboxes.docker import DockerSandbox
+from worldtrace.sandboxes.errors import SandboxDied, SandboxError
 
 DRIVER_GRACE_S = 15.0
 """How long past a request's own time limit a driver may take before it counts as lost."""

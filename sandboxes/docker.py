@@ -12,6 +12,11 @@ of a small filesystem made for this sandbox alone (:mod:`worldtrace.sandboxes.di
 what the
 image holds at those paths. Writing past ``Limits.disk_mb`` fails inside the sandbox with "No
 space left on device" and never fills the host's disk.
+
+This module is the container alone: its errors (:mod:`worldtrace.sandboxes.errors`), its
+:class:`~worldtrace.sandboxes.limits.Limits` and the choice of engine
+(:mod:`worldtrace.sandboxes.engine`) live in modules it builds on, so that the image builds and
+remote engines it uses never import it back.
 """
 
 from __future__ import annotations
@@ -42,13 +47,15 @@ import docker.errors
 from docker.models.containers import Container
 from docker.models.images import Image
 from docker.types import Mount
-from pydantic import BaseModel, ConfigDict, Field
 
-from worldtrace.sandboxes import seccomp, view
+from worldtrace.sandboxes import remote, seccomp, view
 from worldtrace.sandboxes.clock import ClockError, SandboxClock, release_folder
 from worldtrace.sandboxes.disk import DiskError, SandboxDisk, collect_orphans
+from worldtrace.sandboxes.engine import docker_client
+from worldtrace.sandboxes.errors import SandboxDied, SandboxError
+from worldtrace.sandboxes.images import build_if_used_first
+from worldtrace.sandboxes.limits import Limits
 from worldtrace.sandboxes.owners import pid_alive
-from worldtrace.schemas.errors import SetupError
 
 REMOVAL_SETTLE_S = 1.0
 """How long a container removed from outside may still say it runs (see ``still_running``)."""
@@ -59,33 +66,6 @@ SNAPSHOT_LABEL = "worldtrace.snapshot"
 WRITABLE_LABEL = "worldtrace.writable"
 """Image label: the space-separated paths a sandbox of the image may write (on its disk)."""
 DEFAULT_WRITABLE = ("/tmp",)
-
-
-class SandboxError(SetupError, RuntimeError):
-    """An infrastructure failure: no engine, a missing image, a container that died."""
-
-
-class SandboxDied(SandboxError):
-    """The container stopped while we were using it."""
-
-
-class Limits(BaseModel):
-    """Resource limits of one sandbox."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # inf is no limit
-
-    cpus: float = Field(default=1.0, gt=0, description="CPU cores the container may use")
-    memory_mb: int = Field(default=512, ge=16, description="memory limit (no swap)")
-    pids: int = Field(default=256, ge=8, description="maximum number of processes")
-    wall_clock_s: float = Field(
-        default=3600, gt=0, description="the container stops itself after this long"
-    )
-    disk_mb: int | None = Field(
-        default=1024,
-        ge=16,
-        description="size of everything the sandbox can write; null: no cap and a writable "
-        "root filesystem (for an engine on another machine, where no disk can be mounted)",
-    )
 
 
 @dataclass(frozen=True)
@@ -103,37 +83,12 @@ class ExecResult:
         return self.stdout.decode("utf-8", errors="replace")
 
 
-def docker_client(host: str | None = None) -> docker.DockerClient:
-    """Connect to the engine sandboxes run on, or raise a :class:`SandboxError` saying why.
-
-    That engine is ``host``'s (a sandbox host URL: ``ssh://user@host``, ``tcp://host:port``,
-    see :mod:`worldtrace.sandboxes.remote`), else the one in effect for this run or worker
-    (:func:`~worldtrace.sandboxes.remote.current_host`), else this machine's.
-    """
-    from worldtrace.sandboxes import remote  # it builds on this module
-
-    host = host or remote.current_host()
-    if host:
-        return remote.client_for(host)
-    try:
-        client = docker.from_env(timeout=120)
-        client.ping()
-    except docker.errors.DockerException as error:
-        raise SandboxError(
-            f"cannot reach the Docker engine ({error}); run `make setup` or start it with "
-            "`dockerd --bridge=none --iptables=false --ip-forward=false &`"
-        ) from None
-    return client
-
-
 def require_image(image: str, client: docker.DockerClient | None = None) -> str:
     """Return the id of a local image, or raise a :class:`SandboxError` saying how to build it.
 
     Inside ``images.building_on_first_use`` (``worldtrace collect``), an image of ours that is
     missing or stale is built first.
     """
-    from worldtrace.sandboxes.images import build_if_used_first  # images imports this module
-
     client = client or docker_client()
     build_if_used_first(image, client)
     return str(_local_image(image, client).id)
@@ -215,8 +170,6 @@ def _extract_seed(
 
 def _on_another_machine(client: docker.DockerClient) -> str | None:
     """The sandbox host URL ``client`` was made for, None for this machine's engine."""
-    from worldtrace.sandboxes import remote
-
     host = remote.host_of(client)
     return host.url if host else None
 
@@ -882,3 +835,21 @@ def live_sandboxes(
         except docker.errors.NotFound:
             continue
     return found
+
+
+def remove_left_behind(labels: dict[str, str], host: str | None = None) -> list[str]:
+    """Remove this process's sandboxes carrying ``labels`` that no episode uses any more.
+
+    They are the ones whose removal failed while the engine was away
+    (:mod:`worldtrace.sandboxes.engine`). Returns their ids.
+    """
+    client = docker_client(host)
+    wanted = [LABEL, f"{OWNER_PID_LABEL}={os.getpid()}", *(f"{k}={v}" for k, v in labels.items())]
+    in_use = containers_in_use()
+    removed = []
+    for container in live_sandboxes(client, wanted):
+        if container.id not in in_use:
+            with contextlib.suppress(docker.errors.NotFound):
+                container.remove(force=True)
+            removed.append(container.id)
+    return removed

@@ -1,4 +1,8 @@
-"""When the container engine stops answering: tell it from a failed episode, wait, clean up.
+"""The container engine sandboxes run on: which one, and telling when it stops answering.
+
+:func:`docker_client` connects to the engine in effect: a sandbox host's
+(:mod:`worldtrace.sandboxes.remote`) or this machine's. Every module that talks to an engine
+gets its client here, so the choice is made in one place.
 
 A Docker daemon restarting (or a remote engine's connection dropping) makes every call of a
 running episode fail, with errors that say nothing about the episode: ``ConnectionError``
@@ -6,28 +10,41 @@ from the HTTP client, ``FileNotFoundError`` for a socket that is gone. Such an e
 nothing wrong: it is set aside and collected again once the engine answers
 (:mod:`worldtrace.flows.collect`), never sealed as failed. :func:`engine_lost` tells the
 two apart by asking the engine itself, :func:`wait_for_engine` waits for it with backoff,
-and :func:`remove_left_behind` removes the sandboxes that could not be removed while it was
-away.
+and :func:`worldtrace.sandboxes.docker.remove_left_behind` removes the sandboxes that could
+not be removed while it was away.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import time
 
 import docker
 import docker.errors
 import requests
 
-from worldtrace.sandboxes.docker import (
-    LABEL,
-    OWNER_PID_LABEL,
-    SandboxError,
-    containers_in_use,
-    docker_client,
-    live_sandboxes,
-)
+from worldtrace.sandboxes import remote
+from worldtrace.sandboxes.errors import SandboxError
+
+
+def docker_client(host: str | None = None) -> docker.DockerClient:
+    """Connect to the engine sandboxes run on, or raise a :class:`SandboxError` saying why.
+
+    That engine is ``host``'s (a sandbox host URL: ``ssh://user@host``, ``tcp://host:port``,
+    see :mod:`worldtrace.sandboxes.remote`), else the one in effect for this run or worker
+    (:func:`~worldtrace.sandboxes.remote.current_host`), else this machine's.
+    """
+    host = host or remote.current_host()
+    if host:
+        return remote.client_for(host)
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except docker.errors.DockerException as error:
+        raise SandboxError(
+            f"cannot reach the Docker engine ({error}); run `make setup` or start it with "
+            "`dockerd --bridge=none --iptables=false --ip-forward=false &`"
+        ) from None
+    return client
 
 
 class EngineLost(SandboxError):
@@ -84,20 +101,3 @@ def wait_for_engine(host: str | None, timeout_s: float) -> bool:
             return False
         time.sleep(min(pause, left))
         pause = min(pause * 2, 15.0)
-
-
-def remove_left_behind(labels: dict[str, str], host: str | None = None) -> list[str]:
-    """Remove this process's sandboxes carrying ``labels`` that no episode uses any more.
-
-    They are the ones whose removal failed while the engine was away. Returns their ids.
-    """
-    client = docker_client(host)
-    wanted = [LABEL, f"{OWNER_PID_LABEL}={os.getpid()}", *(f"{k}={v}" for k, v in labels.items())]
-    in_use = containers_in_use()
-    removed = []
-    for container in live_sandboxes(client, wanted):
-        if container.id not in in_use:
-            with contextlib.suppress(docker.errors.NotFound):
-                container.remove(force=True)
-            removed.append(container.id)
-    return removed

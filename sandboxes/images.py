@@ -39,7 +39,8 @@ import docker
 import docker.errors
 from docker.models.images import Image
 
-from worldtrace.sandboxes.docker import SandboxError, docker_client
+from worldtrace.sandboxes.engine import docker_client
+from worldtrace.sandboxes.errors import SandboxError
 
 BASE_IMAGE = "worldtrace/base:bookworm"
 BASE_SUITE = "bookworm"

@@ -21,7 +21,7 @@ line (``worldtrace collect --sandbox-host``) and in a worker's environment
     machine, so a ``tcp://`` host without its certificates is refused.
 
 What changes on another machine's engine: images are built there by
-:mod:`worldtrace.sandboxes.images` through the remote client (:func:`ensure_images`), and a
+:func:`worldtrace.sandboxes.images.build_images` through the remote client, and a
 sandbox has no disk cap, because a capped disk is a loop device of *this* machine
 (:mod:`worldtrace.sandboxes.disk`) that the other machine cannot mount. A configuration that
 asks for a cap (``limits.disk_mb``, 1024 by default) is refused with the fix,
@@ -38,7 +38,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -51,8 +51,8 @@ import paramiko
 from docker.transport import SSHHTTPAdapter
 from pydantic import BaseModel
 
-from worldtrace.sandboxes.docker import Limits, SandboxError
-from worldtrace.sandboxes.images import ImageDefinition, Progress, build_images
+from worldtrace.sandboxes.errors import SandboxError
+from worldtrace.sandboxes.limits import Limits
 from worldtrace.schemas.errors import ConfigError
 
 SANDBOX_HOST_ENV = "WORLDTRACE_SANDBOX_HOST"
@@ -193,7 +193,7 @@ def on_host(host: str | None) -> Iterator[None]:
     """Start every sandbox of this context (thread) on ``host``; None keeps the default.
 
     The collect flow runs an episode in it, so the environments, which start their sandboxes
-    with :func:`worldtrace.sandboxes.docker.docker_client`, need no host of their own.
+    with :func:`worldtrace.sandboxes.engine.docker_client`, need no host of their own.
     """
     if host is None:
         yield
@@ -519,21 +519,6 @@ def require_no_disk_cap(config: BaseModel, host: str, prefix: str = "environment
         )
 
 
-def ensure_images(
-    definitions: Sequence[ImageDefinition],
-    client: docker.DockerClient,
-    progress: Progress | None = None,
-) -> dict[str, str]:
-    """Build ``definitions`` (and the base image) on ``client``'s engine where missing or stale.
-
-    The same machinery as ``worldtrace sandboxes build``: the build context is sent through
-    the client, the engine there runs the Dockerfile, and an image is reused while its
-    definition's hash matches. A missing base image is made here with debootstrap (root)
-    and imported there.
-    """
-    return build_images(list(definitions), client, say=progress)
-
-
 __all__ = [
     "SANDBOX_HOST_ENV",
     "SandboxHost",
@@ -542,7 +527,6 @@ __all__ = [
     "connect",
     "current_host",
     "disk_capped",
-    "ensure_images",
     "host_of",
     "on_host",
     "open_ssh",

@@ -48,7 +48,8 @@ from typing import Literal
 import paramiko
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from worldtrace.sandboxes.docker import ExecResult, SandboxDied, SandboxError
+from worldtrace.sandboxes.docker import ExecResult
+from worldtrace.sandboxes.errors import SandboxDied, SandboxError
 from worldtrace.sandboxes.remote import SandboxHost, SandboxHostError, open_ssh
 from worldtrace.schemas.errors import SetupError
 
@@ -337,7 +338,7 @@ class SshHost:
 
         As ``account`` when given (else the login user), in ``workdir`` when given. The host's
         ``timeout`` kills the command at its limit; a connection that gives no answer
-        :data:`GRACE_S` later raises :class:`~worldtrace.sandboxes.docker.SandboxDied`.
+        :data:`GRACE_S` later raises :class:`~worldtrace.sandboxes.errors.SandboxDied`.
         """
         argv = ["sh", "-c", command] if isinstance(command, str) else list(command)
         if workdir is not None:

@@ -34,12 +34,10 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, Literal
 
-from worldtrace.sandboxes.docker import (
-    DockerSandbox,
-    Limits,
-    SandboxError,
-)
+from worldtrace.sandboxes.docker import DockerSandbox
+from worldtrace.sandboxes.errors import SandboxError
 from worldtrace.sandboxes.images import BASE_IMAGE
+from worldtrace.sandboxes.limits import Limits
 from worldtrace.sandboxes.netns import NamespaceError, NetworkNamespace
 
 SERVER_LOG = "/tmp/site-server.log"

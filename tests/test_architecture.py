@@ -91,3 +91,63 @@ def test_no_domain_imports_another() -> None:
         if name.startswith("worldtrace.collectors.") and name.split(".")[2] in domains - {domain}
     }
     assert offending == set()
+
+
+def _sandbox_imports(path: Path, modules: set[str]) -> set[str]:
+    """The modules of ``sandboxes/`` that ``path`` imports, at module level or in a function."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            # `from worldtrace.sandboxes import remote` names a module; `from ….docker import X`
+            # names the module it comes from.
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[:2] == ["worldtrace", "sandboxes"] and len(parts) > 2 and parts[2] in modules:
+                found.add(parts[2])
+    return found - {path.stem}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` (its modules in import order, the first repeated), or None."""
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> list[str] | None:
+        if module in path:
+            return [*path[path.index(module) :], module]
+        if module in done:
+            return None
+        for target in sorted(graph[module]):
+            cycle = visit(target, [*path, module])
+            if cycle:
+                return cycle
+        done.add(module)
+        return None
+
+    for module in sorted(graph):
+        cycle = visit(module, [])
+        if cycle:
+            return cycle
+    return None
+
+
+def test_sandbox_modules_import_each_other_one_way() -> None:
+    """No circle among the modules of ``sandboxes/``, counting imports inside functions.
+
+    A circle broken only by an import inside a function hides which module builds on which;
+    the errors, the limits, the choice of engine and the container each live in a module of
+    their own so that every import points one way.
+    """
+    files = {path.stem: path for path in sorted((REPO / "sandboxes").glob("*.py"))}
+    files.pop("__init__")  # it re-exports names for callers; no module here imports it
+    graph = {stem: _sandbox_imports(path, set(files)) for stem, path in files.items()}
+    assert {"docker", "engine", "images", "remote"} <= graph.keys()
+    assert {"images", "remote"} <= graph["docker"]  # the walk sees what docker.py imports
+    assert _cycle(graph) is None, (
+        f"sandboxes modules import each other in a circle: {_cycle(graph)}"
+    )
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]

@@ -43,7 +43,8 @@ from worldtrace.collectors.mcp.state import state_diff
 from worldtrace.collectors.mcp.tasks import CheckContext
 from worldtrace.collectors.tool_calls import schema_problems
 from worldtrace.sandboxes.channel import last_look
-from worldtrace.sandboxes.docker import Limits, SandboxError
+from worldtrace.sandboxes.errors import SandboxError
+from worldtrace.sandboxes.limits import Limits
 from worldtrace.sandboxes.websites import RunningSite, SiteDefinition, start_site
 from worldtrace.schemas import Action, EnvironmentRef
 from worldtrace.schemas.raw import RawObservation

@@ -47,7 +47,8 @@ from worldtrace.collectors.os.actions import ActionSyntaxError, action_calls
 from worldtrace.collectors.os.image_definition import DRIVER, HOME, IMAGE_TAG, VERSIONS_JSON
 from worldtrace.collectors.os.render import DEFAULT_MAX_ROWS, TABLE
 from worldtrace.collectors.os.tasks import OsTask, launched_tree, tree_has
-from worldtrace.sandboxes.docker import Limits, SandboxError
+from worldtrace.sandboxes.errors import SandboxError
+from worldtrace.sandboxes.limits import Limits
 from worldtrace.sandboxes.view import VIEW_LABEL
 from worldtrace.schemas import Action, EnvironmentRef
 from worldtrace.schemas.raw import RawObservation

@@ -45,7 +45,8 @@ from worldtrace.collectors.search.render import DEFAULT_MAX_MARKDOWN_CHARS
 from worldtrace.collectors.search.state import memory_diff
 from worldtrace.collectors.search.tasks import SearchTask, answered
 from worldtrace.collectors.tool_calls import schema_problems
-from worldtrace.sandboxes.docker import Limits, SandboxError
+from worldtrace.sandboxes.errors import SandboxError
+from worldtrace.sandboxes.limits import Limits
 from worldtrace.schemas import Action, EnvironmentRef
 from worldtrace.schemas.raw import RawObservation
 

@@ -64,7 +64,9 @@ from worldtrace.collectors.swe.render import OUTPUT_LIMIT_CHARS
 from worldtrace.collectors.swe.tools import check_tool_call, validated_arguments
 from worldtrace.sandboxes import view
 from worldtrace.sandboxes.channel import json_object
-from worldtrace.sandboxes.docker import DockerSandbox, Limits, SandboxError
+from worldtrace.sandboxes.docker import DockerSandbox
+from worldtrace.sandboxes.errors import SandboxError
+from worldtrace.sandboxes.limits import Limits
 from worldtrace.schemas import Action, EnvironmentRef
 from worldtrace.schemas.raw import RawObservation
 

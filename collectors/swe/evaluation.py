@@ -40,7 +40,8 @@ from typing import Any
 
 import docker.errors
 
-from worldtrace.sandboxes.docker import DockerSandbox, SandboxError
+from worldtrace.sandboxes.docker import DockerSandbox
+from worldtrace.sandboxes.errors import SandboxError
 
 Files = dict[str, tuple[int, bytes]]
 """Regular files of a tree by path relative to the repository: ``(mode, content)``."""

@@ -22,7 +22,9 @@ import docker
 import docker.errors
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from worldtrace.sandboxes.docker import LABEL, DockerSandbox, SandboxError, docker_client
+from worldtrace.sandboxes.docker import LABEL, DockerSandbox
+from worldtrace.sandboxes.engine import docker_client
+from worldtrace.sandboxes.errors import SandboxError
 from worldtrace.sandboxes.images import ImageDefinition
 from worldtrace.schemas.errors import ConfigError
 

@@ -59,7 +59,9 @@ from worldtrace.collectors.swe.tasks import (
     PASSING_TESTS_CAP,
     SweTask,
 )
-from worldtrace.sandboxes.docker import DockerSandbox, ExecResult, Limits, SandboxError
+from worldtrace.sandboxes.docker import DockerSandbox, ExecResult
+from worldtrace.sandboxes.errors import SandboxError
+from worldtrace.sandboxes.limits import Limits
 
 MAX_TASKS_PER_FUNCTION = 2
 MAX_TRIES_PER_FUNCTION = 6

@@ -41,7 +41,8 @@ from worldtrace.collectors.driven import (
 )
 from worldtrace.collectors.terminal.tasks.helpers import HOME, TerminalTask
 from worldtrace.sandboxes import view
-from worldtrace.sandboxes.docker import Limits, SandboxError
+from worldtrace.sandboxes.errors import SandboxError
+from worldtrace.sandboxes.limits import Limits
 from worldtrace.sandboxes.ssh import SshHostConfig
 from worldtrace.schemas import Action, EnvironmentRef
 from worldtrace.schemas.raw import RawObservation

@@ -48,7 +48,8 @@ from worldtrace.collectors.driven import LAST_LOOK_TIMEOUT_S
 from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
 from worldtrace.collectors.terminal.tasks.helpers import HOME, TerminalTask
 from worldtrace.sandboxes.channel import DriverChannel, json_object
-from worldtrace.sandboxes.docker import Limits, SandboxError
+from worldtrace.sandboxes.errors import SandboxError
+from worldtrace.sandboxes.limits import Limits
 from worldtrace.sandboxes.ssh import Account, SshHost
 from worldtrace.schemas import EnvironmentRef
 from worldtrace.schemas.raw import RawObservation

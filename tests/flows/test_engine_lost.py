@@ -15,7 +15,8 @@ from tests.sandboxes.engine_proxy import EngineProxy
 from worldtrace.collectors.recorder import read_episode
 from worldtrace.flows.collect import run_collection
 from worldtrace.flows.config import validate_config
-from worldtrace.sandboxes.docker import RUN_LABEL, SandboxError
+from worldtrace.sandboxes.docker import RUN_LABEL
+from worldtrace.sandboxes.errors import SandboxError
 
 pytestmark = pytest.mark.docker
 

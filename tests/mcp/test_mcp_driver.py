@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from worldtrace.sandboxes.channel import DriverChannel
-from worldtrace.sandboxes.docker import DockerSandbox, Limits
+from worldtrace.sandboxes.docker import DockerSandbox
+from worldtrace.sandboxes.limits import Limits
 
 pytestmark = pytest.mark.docker
 

@@ -21,7 +21,8 @@ from worldtrace.collectors.mcp.servers import (
     SERVERS,
     load_servers,
 )
-from worldtrace.sandboxes.docker import DockerSandbox, Limits
+from worldtrace.sandboxes.docker import DockerSandbox
+from worldtrace.sandboxes.limits import Limits
 from worldtrace.schemas.errors import ConfigError
 
 pytestmark = pytest.mark.docker

@@ -11,8 +11,9 @@ from typing import Any
 
 from worldtrace.collectors.os.image_definition import DRIVER, IMAGE
 from worldtrace.sandboxes.channel import DriverChannel
-from worldtrace.sandboxes.docker import DockerSandbox, Limits
+from worldtrace.sandboxes.docker import DockerSandbox
 from worldtrace.sandboxes.images import ensure_image
+from worldtrace.sandboxes.limits import Limits
 
 SETTLE_CAP_S = 3.0
 """The ``settle_cap_s`` :meth:`Driver.act` gives every call."""

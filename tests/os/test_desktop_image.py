@@ -8,8 +8,9 @@ from collections.abc import Iterator
 import pytest
 
 from worldtrace.collectors.os.image_definition import HOME, IMAGE, VERSIONS_JSON
-from worldtrace.sandboxes.docker import DockerSandbox, Limits
+from worldtrace.sandboxes.docker import DockerSandbox
 from worldtrace.sandboxes.images import ensure_image
+from worldtrace.sandboxes.limits import Limits
 
 pytestmark = pytest.mark.docker
 

@@ -22,7 +22,7 @@ import pytest
 from tests.plain_container import plain_outputs
 from worldtrace.collectors.os.actions import special, write
 from worldtrace.collectors.os.environment import OsConfig, OsEnvironment
-from worldtrace.sandboxes.docker import Limits
+from worldtrace.sandboxes.limits import Limits
 
 pytestmark = pytest.mark.docker
 

@@ -33,8 +33,9 @@ from worldtrace.collectors.os.render import (
     walk,
 )
 from worldtrace.sandboxes.channel import DriverChannel
-from worldtrace.sandboxes.docker import DockerSandbox, Limits
+from worldtrace.sandboxes.docker import DockerSandbox
 from worldtrace.sandboxes.images import ensure_image
+from worldtrace.sandboxes.limits import Limits
 
 pytestmark = pytest.mark.docker
 

@@ -42,7 +42,8 @@ import pytest
 from docker.models.containers import Container
 from docker.types import Mount
 
-from worldtrace.sandboxes.docker import LABEL, OWNER_HOST_LABEL, OWNER_PID_LABEL, docker_client
+from worldtrace.sandboxes.docker import LABEL, OWNER_HOST_LABEL, OWNER_PID_LABEL
+from worldtrace.sandboxes.engine import docker_client
 from worldtrace.sandboxes.images import ImageDefinition, ensure_image
 
 SSHD_IMAGE = ImageDefinition("test-sshd", Path(__file__).parent / "sshd")

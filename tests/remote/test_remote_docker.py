@@ -26,8 +26,11 @@ from tests.remote.conftest import SHARED, SshServer, write_key, write_known_host
 from worldtrace.flows.collect import run_collection
 from worldtrace.flows.config import validate_config
 from worldtrace.sandboxes import remote
-from worldtrace.sandboxes.docker import DockerSandbox, Limits, SandboxError, docker_client
-from worldtrace.sandboxes.images import ImageDefinition
+from worldtrace.sandboxes.docker import DockerSandbox
+from worldtrace.sandboxes.engine import docker_client
+from worldtrace.sandboxes.errors import SandboxError
+from worldtrace.sandboxes.images import ImageDefinition, build_images
+from worldtrace.sandboxes.limits import Limits
 from worldtrace.schemas.errors import ConfigError
 
 pytestmark = pytest.mark.docker
@@ -223,12 +226,12 @@ def test_images_are_built_on_the_engine_through_ssh(sshd: SshServer, tmp_path: P
     client = remote.connect(sshd.sandbox_host)
     local = docker.from_env()
     try:
-        built = remote.ensure_images([definition], client)
+        built = build_images([definition], client)
         assert local.images.get(definition.tag).id == built[definition.name]
         output = local.containers.run(built[definition.name], ["cat", "/probe"], remove=True)
         assert output == b"built-through-ssh\n"
         # A current image is reused, not built again.
-        assert remote.ensure_images([definition], client)[definition.name] == built[definition.name]
+        assert build_images([definition], client)[definition.name] == built[definition.name]
     finally:
         client.close()
         with contextlib.suppress(docker.errors.ImageNotFound):

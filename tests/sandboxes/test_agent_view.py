@@ -23,7 +23,8 @@ from worldtrace.collectors.terminal.actions import command
 from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
 from worldtrace.collectors.terminal.screen import plain_screen
 from worldtrace.sandboxes import view
-from worldtrace.sandboxes.docker import DockerSandbox, Limits
+from worldtrace.sandboxes.docker import DockerSandbox
+from worldtrace.sandboxes.limits import Limits
 from worldtrace.schemas import Action
 
 pytestmark = pytest.mark.docker

@@ -8,7 +8,9 @@ from datetime import UTC, datetime
 import pytest
 
 from worldtrace.sandboxes import clock
-from worldtrace.sandboxes.docker import DockerSandbox, Limits, SandboxError
+from worldtrace.sandboxes.docker import DockerSandbox
+from worldtrace.sandboxes.errors import SandboxError
+from worldtrace.sandboxes.limits import Limits
 
 pytestmark = pytest.mark.docker
 

@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from worldtrace.sandboxes.docker import DockerSandbox, Limits
+from worldtrace.sandboxes.docker import DockerSandbox
+from worldtrace.sandboxes.limits import Limits
 
 pytestmark = pytest.mark.docker
 

@@ -24,7 +24,9 @@ from worldtrace.flows import cli
 from worldtrace.flows.config import validate_config
 from worldtrace.flows.logs import LOG_DIR_ENV
 from worldtrace.sandboxes import images
-from worldtrace.sandboxes.docker import SandboxError, docker_client, require_image
+from worldtrace.sandboxes.docker import require_image
+from worldtrace.sandboxes.engine import docker_client
+from worldtrace.sandboxes.errors import SandboxError
 
 REPO = Path(__file__).resolve().parents[2]
 TINY_DOCKERFILE = "ARG BASE\nFROM ${BASE}\nRUN echo first-use-marker > /marker\n"

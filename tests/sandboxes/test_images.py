@@ -15,7 +15,7 @@ import pytest
 
 from worldtrace.collectors.terminal import IMAGE
 from worldtrace.sandboxes import images
-from worldtrace.sandboxes.docker import docker_client
+from worldtrace.sandboxes.engine import docker_client
 
 TINY_DOCKERFILE = "ARG BASE\nFROM ${BASE}\nRUN echo hi > /hi\n"
 

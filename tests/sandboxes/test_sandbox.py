@@ -15,7 +15,9 @@ import docker
 import docker.errors
 import pytest
 
-from worldtrace.sandboxes.docker import LABEL, OWNER_PID_LABEL, DockerSandbox, Limits, SandboxError
+from worldtrace.sandboxes.docker import LABEL, OWNER_PID_LABEL, DockerSandbox
+from worldtrace.sandboxes.errors import SandboxError
+from worldtrace.sandboxes.limits import Limits
 
 pytestmark = pytest.mark.docker
 

@@ -16,8 +16,9 @@ import pytest
 
 from worldtrace.collectors.search.image_definition import DRIVER, IMAGE
 from worldtrace.sandboxes.channel import DriverChannel
-from worldtrace.sandboxes.docker import DockerSandbox, Limits
+from worldtrace.sandboxes.docker import DockerSandbox
 from worldtrace.sandboxes.images import ensure_image
+from worldtrace.sandboxes.limits import Limits
 
 pytestmark = pytest.mark.docker
 

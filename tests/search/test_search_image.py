@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from worldtrace.collectors.search.image_definition import CORPUS_JSON, DOCUMENTS_JSONL, IMAGE
-from worldtrace.sandboxes.docker import DockerSandbox, Limits
+from worldtrace.sandboxes.docker import DockerSandbox
 from worldtrace.sandboxes.images import ensure_image
+from worldtrace.sandboxes.limits import Limits
 
 pytestmark = pytest.mark.docker
 

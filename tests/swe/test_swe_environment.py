@@ -22,7 +22,8 @@ import pytest
 from worldtrace.collectors.swe.environment import SweConfig, SweEnvironment
 from worldtrace.collectors.swe.render import SweRenderer
 from worldtrace.collectors.swe.tools import tool_call
-from worldtrace.sandboxes.docker import Limits, SandboxError
+from worldtrace.sandboxes.errors import SandboxError
+from worldtrace.sandboxes.limits import Limits
 from worldtrace.schemas import Action
 
 pytestmark = pytest.mark.docker

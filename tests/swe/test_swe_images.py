@@ -14,7 +14,9 @@ import docker.errors
 import pytest
 
 from worldtrace.collectors.swe import repos
-from worldtrace.sandboxes.docker import DockerSandbox, SandboxError, docker_client
+from worldtrace.sandboxes.docker import DockerSandbox
+from worldtrace.sandboxes.engine import docker_client
+from worldtrace.sandboxes.errors import SandboxError
 from worldtrace.sandboxes.images import IMAGE_LABEL, ImageDefinition, ensure_image
 from worldtrace.schemas.errors import ConfigError
 

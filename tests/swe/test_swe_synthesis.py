@@ -42,8 +42,9 @@ from worldtrace.collectors.swe.tasks import (
     read_task_file,
     write_task_file,
 )
-from worldtrace.sandboxes.docker import DockerSandbox, Limits
+from worldtrace.sandboxes.docker import DockerSandbox
 from worldtrace.sandboxes.images import ensure_image
+from worldtrace.sandboxes.limits import Limits
 
 NO_BYTE_CODE = {"PYTHONDONTWRITEBYTECODE": "1"}
 

@@ -42,11 +42,11 @@ from worldtrace.sandboxes.docker import (
     OWNER_HOST_LABEL,
     OWNER_PID_LABEL,
     DockerSandbox,
-    Limits,
-    docker_client,
     gc,
     writable_paths,
 )
+from worldtrace.sandboxes.engine import docker_client
+from worldtrace.sandboxes.limits import Limits
 from worldtrace.schemas.raw import RawStep
 
 pytestmark = pytest.mark.docker

@@ -17,7 +17,7 @@ from worldtrace.collectors.terminal.actions import command, keys, wait
 from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
 from worldtrace.collectors.terminal.render import TerminalRenderer
 from worldtrace.collectors.terminal.screen import plain_screen
-from worldtrace.sandboxes.docker import Limits
+from worldtrace.sandboxes.limits import Limits
 from worldtrace.schemas import Action
 
 pytestmark = pytest.mark.docker

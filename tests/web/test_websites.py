@@ -15,7 +15,7 @@ import httpcore
 import httpx
 import pytest
 
-from worldtrace.sandboxes.docker import SandboxError
+from worldtrace.sandboxes.errors import SandboxError
 from worldtrace.sandboxes.sites import SITES, site_definition
 from worldtrace.sandboxes.websites import (
     SITE_LABEL,
