@@ -93,7 +93,7 @@ class WebCollector(Collector[WebConfig, WebTask]):
 
     domain = "web"
     environment_config = WebConfig
-    policies = {**Collector.policies, "explore": explore_policy}
+    policies = {**Collector.policies, "script": script_policy, "explore": explore_policy}
     read_only_actions = frozenset({"noop", "scroll", "hover", "mouse_move"})
     requirements = Requirements(
         debian_packages=("chromium",),

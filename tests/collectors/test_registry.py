@@ -47,3 +47,14 @@ def test_a_domain_installed_by_another_package_is_found(tmp_path, monkeypatch):
     assert "toy" in available_domains()
     assert get_collector("toy").domain == "toy"
     sys.modules.pop("toy_domain", None)
+
+
+def test_domains_that_script_their_own_way_keep_their_script_policy() -> None:
+    """Offering the base's policies (llm, replay) must not replace a domain's own script."""
+    from worldtrace.collectors.swe.policies import SweOraclePolicy
+    from worldtrace.collectors.web.tasks import WebScriptPolicy
+
+    assert isinstance(get_collector("web").make_policy("script", {}), WebScriptPolicy)
+    assert isinstance(get_collector("swe").make_policy("script", {}), SweOraclePolicy)
+    for domain in ("terminal", "web", "os", "mcp", "search", "swe"):
+        assert {"script", "explore", "replay", "llm"} <= set(get_collector(domain).policies)
