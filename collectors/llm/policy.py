@@ -112,6 +112,7 @@ class LLMPolicy(Policy[Task]):
         self._call: ModelCall | None = None
         self._invalid_in_row = 0
         self._rendered: list[list[Message]] = []
+        self._budget = params.history_tokens
 
     @property
     def plans_as(self) -> str:
@@ -169,7 +170,9 @@ class LLMPolicy(Policy[Task]):
             self._first = observation
             if self._prompt.tools is not None:
                 self._tools = function_definitions(self._prompt.tools(observation))
-        budget = self.params.history_tokens - estimate_tokens(self._tools_message())
+            # The tools are part of every prompt of the episode: counted once.
+            self._budget = self.params.history_tokens - estimate_tokens(self._tools_message())
+        budget = self._budget
         prompt = fit(self._fixed_messages(), self._turns(history), budget)
         seed = self.params.seed if self.params.seed is not None else self._seed
         try:
