@@ -19,6 +19,7 @@ so a miss shows what varied. Numbers and how to read them: docs/determinism.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import subprocess
 import sys
@@ -193,9 +194,17 @@ def main() -> None:
     parser.add_argument(
         "--env", action="append", metavar="KEY=VALUE", help="config field for every collection"
     )
+    parser.add_argument(
+        "--keep", type=Path, metavar="DIR", help="keep the run folders in DIR (to read the rows)"
+    )
     args = parser.parse_args()
     results = []
-    with tempfile.TemporaryDirectory(prefix="wt-determinism-") as folder:
+    with contextlib.ExitStack() as stack:
+        if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            folder = str(args.keep)
+        else:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="wt-determinism-"))
         for target in targets(args):
             runs = [collect(target, Path(folder) / name, args) for name in ("a", "b")]
             result = compare(target.name, *runs, show=args.show)

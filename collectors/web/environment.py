@@ -67,7 +67,7 @@ READ_BUDGET_S = 60.0
 TITLE_TIMEOUT_MS = 2000
 """How long a tab's title may take to read; a tab busy longer shows no title."""
 
-TEXT_VERSION = "3"
+TEXT_VERSION = "4"
 """Version of what a web observation records. 1: every element marked, no visibility.
 2: BrowserGym's marking (``tags_to_mark``), elements' visibility (``visible`` marks), the
 browser clock started at ``clock_start``, pages laid out beside a classic scrollbar (as
@@ -75,7 +75,8 @@ BrowserGym launches Chromium). 3: pages read once settled by the page's own stat
 navigation requested or loading, documents complete, no running animation, a still DOM: see
 ``WebEnvironment._settle``), ``settle_waiting`` says what an unsettled read still awaited, and
 ``goto`` refuses ``data:``, ``blob:``, ``javascript:``, ``file:`` and ``about:`` URLs other
-than ``about:blank``. In :meth:`WebEnvironment.describe`, so runs of the versions are told
+than ``about:blank``. 4: also no one-shot page timer due within a second pending (on the
+episode clock). In :meth:`WebEnvironment.describe`, so runs of the versions are told
 apart."""
 
 BROWSERGYM_REFERENCE = "browsergym-core==0.14.3"
@@ -93,8 +94,11 @@ class WebConfig(EnvironmentConfig):
     quiet_ms: int = Field(
         default=150, ge=0, le=5000, description="network silence that counts as settled"
     )
+    # 15 s, as long as a navigation may take to commit: a starved Trac took 5-8 s to load
+    # /newticket at a load average of 3, and a 5 s cap recorded it half-loaded (busy, without
+    # the toolbar its scripts add) in one run of two.
     settle_cap_s: float = Field(
-        default=5.0, gt=0, le=60, description="longest wait for a page to settle after an action"
+        default=15.0, gt=0, le=60, description="longest wait for a page to settle after an action"
     )
     navigation_timeout_s: float = Field(
         default=15.0, gt=0, le=120, description="limit for a navigation to commit"
@@ -521,9 +525,11 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
         requested or a document loading (:class:`FrameLoads`, which sees the navigation a key
         press or mouse click set off after Playwright's call returned); every readable document
         ``complete``; no finite CSS animation or transition running (TiddlyWiki's story river
-        slides tiddlers in and out); and two reads of the page in a row with the same number of
-        elements (a page that removes what it animated out, a moment after). The last list
-        names what was still awaited at the cap (empty when settled).
+        slides tiddlers in and out); no one-shot page timer due within a second (TiddlyWiki
+        applies an edit 400 ms after typing stops, re-rendering what shows it); and two reads
+        of the page in a row with the same number of elements (a page that removes what it
+        animated out, a moment after). The last list names what was still awaited at the cap
+        (empty when settled).
         """
         started = time.perf_counter()
         deadline = started + cap_s
@@ -560,6 +566,7 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
                             ("loading", not state.ready),
                             ("animations", state.animations > 0),
                             ("navigation", state.navigating),
+                            ("timers", state.timers > 0),
                         )
                         if holds
                     ]

@@ -134,7 +134,11 @@ def page_title(cdp: CDPSession, timeout_ms: float) -> str:
     return title if isinstance(title, str) else ""
 
 
+SOON_TIMER_MS = 1000
+"""A one-shot page timer set for at most this long holds the page unsettled until it fires."""
+
 PAGE_STATE_SCRIPT = """async () => {
+  const SOON_MS = __SOON_MS__;
   // First let the tasks the action queued run (on a starved renderer, the form submission an
   // Enter planned is still a queued task when the key press returns): two message hops go
   // behind them in the page's task queue. Message channels, not timers: the page's timers
@@ -146,7 +150,7 @@ PAGE_STATE_SCRIPT = """async () => {
       channel.port2.postMessage(0);
     });
   }
-  const state = { ready: true, animations: 0, elements: 0, navigating: false };
+  const state = { ready: true, animations: 0, elements: 0, navigating: false, timers: 0 };
   const look = (win) => {
     let doc;
     try { doc = win.document; doc.readyState; } catch (error) { return; }  // another origin
@@ -160,13 +164,25 @@ PAGE_STATE_SCRIPT = """async () => {
       // An endless animation (a spinner) never ends: it cannot hold the page unsettled.
       if (timing && Number.isFinite(timing.endTime)) state.animations += 1;
     }
+    // One-shot timers the page set to fire soon (an edit applied after a typing pause, a
+    // re-render after a debounce), read off Playwright's installed episode clock, which runs
+    // the page's timers; a far timer (a poll a minute away) and intervals do not count.
+    const clock = win.__pwClock && win.__pwClock.controller;
+    if (clock && clock._timers instanceof Map) {
+      const now = clock.performanceNow();
+      for (const timer of clock._timers.values()) {
+        if (timer.type === "Timeout" && timer.delay <= SOON_MS && timer.callAt - now <= SOON_MS)
+          state.timers += 1;
+      }
+    }
     for (let index = 0; index < win.frames.length; index++) look(win.frames[index]);
   };
   look(window);
   return state;
-}"""
+}""".replace("__SOON_MS__", str(SOON_TIMER_MS))
 """Reads whether the page is done: every readable document loaded, no finite CSS animation or
-transition running, no intercepted navigation under way, and how many elements it has."""
+transition running, no intercepted navigation under way, no short page timer pending, and how
+many elements it has."""
 
 
 @dataclass(frozen=True)
@@ -181,6 +197,9 @@ class PageState:
     """Elements in the readable documents: two equal reads in a row mean the DOM stood still."""
     navigating: bool
     """A same-document navigation intercepted with the Navigation API has not finished."""
+    timers: int = 0
+    """One-shot page timers due within :data:`SOON_TIMER_MS` (0 where no episode clock is
+    installed: the page's timers are then the browser's own, which cannot be read)."""
 
 
 def page_state(cdp: CDPSession, timeout_ms: float) -> PageState | None:
@@ -193,6 +212,7 @@ def page_state(cdp: CDPSession, timeout_ms: float) -> PageState | None:
         animations=int(value.get("animations") or 0),
         elements=int(value.get("elements") or 0),
         navigating=bool(value.get("navigating")),
+        timers=int(value.get("timers") or 0),
     )
 
 

@@ -1,4 +1,5 @@
-"""A page is read when it is done: no navigation pending, documents loaded, animations over.
+"""A page is read when it is done: no navigation pending, documents loaded, animations over,
+no short page timer pending.
 
 The environment's settle rule (``WebEnvironment._settle``) is tested on a test page with a CSS
 transition (fast, no site needed) and on the real sites where runs diverged before it:
@@ -53,6 +54,25 @@ def test_a_running_transition_is_waited_for_and_an_endless_one_is_not(pages: Tes
         assert f"[{bid(slid, 'button', 'Panel button')}] button 'Panel button', visible" in text
         assert slid["timing"]["settle_s"] >= 1.0  # it waited for the transition
         assert_final(env, slid)
+    finally:
+        env.close()
+
+
+def test_a_short_timer_the_action_set_is_waited_for_and_far_ones_and_intervals_are_not(
+    pages: TestPages,
+) -> None:
+    # The page re-renders 0.8 s after typing stops (as TiddlyWiki applies an edit after a
+    # typing pause): no request, navigation or animation says so. Read before the rule, the
+    # new paragraph was not there yet, and the next read showed it.
+    env = environment_on_pages(pages, start_path="/debounced.html", screenshot=False)
+    try:
+        first = env.reset(seed=0, task=None)
+        # A timer a minute away and an endless interval do not hold the page.
+        assert first["settled"] is True and first["timing"]["settle_s"] < 2.5
+        typed = step(env, f"fill('{bid(first, 'textbox', 'Note')}', 'milk')").observation
+        assert "StaticText 'Saved: milk'" in text_of(typed)
+        assert typed["timing"]["settle_s"] >= 0.7  # it waited for the timer
+        assert_final(env, typed)
     finally:
         env.close()
 
