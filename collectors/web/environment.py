@@ -75,9 +75,9 @@ BrowserGym launches Chromium). 3: pages read once settled by the page's own stat
 navigation requested or loading, documents complete, no running animation, a still DOM: see
 ``WebEnvironment._settle``), ``settle_waiting`` says what an unsettled read still awaited, and
 ``goto`` refuses ``data:``, ``blob:``, ``javascript:``, ``file:`` and ``about:`` URLs other
-than ``about:blank``. 4: also no one-shot page timer due within a second pending (on the
-episode clock). In :meth:`WebEnvironment.describe`, so runs of the versions are told
-apart."""
+than ``about:blank``. 4: also the one-shot page timers due within a second when the page
+first reads as done have fired (on the episode clock), and the settle cap is 15 s. In
+:meth:`WebEnvironment.describe`, so runs of the versions are told apart."""
 
 BROWSERGYM_REFERENCE = "browsergym-core==0.14.3"
 """The BrowserGym release whose marking and tree text the web domain reproduces (and is tested
@@ -525,8 +525,10 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
         requested or a document loading (:class:`FrameLoads`, which sees the navigation a key
         press or mouse click set off after Playwright's call returned); every readable document
         ``complete``; no finite CSS animation or transition running (TiddlyWiki's story river
-        slides tiddlers in and out); no one-shot page timer due within a second (TiddlyWiki
-        applies an edit 400 ms after typing stops, re-rendering what shows it); and two reads
+        slides tiddlers in and out); none of the one-shot page timers due within a second at
+        the first such read still pending (TiddlyWiki applies an edit 400 ms after typing stops,
+        re-rendering what shows it; the timers those set are not waited for, so an editor's
+        endless 100 ms input poll does not hold the page); and two reads
         of the page in a row with the same number of elements (a page that removes what it
         animated out, a moment after). The last list names what was still awaited at the cap
         (empty when settled).
@@ -541,6 +543,7 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
         quiet_s = self.config.quiet_ms / 1000
         waiting = ["network"]
         elements: int | None = None  # the element count of the last read that found it done
+        awaited_timers: frozenset[str] | None = None
         while self._broken is None and not page.is_closed():
             now = time.perf_counter()
             waiting = []
@@ -560,13 +563,19 @@ class WebEnvironment(Environment[WebConfig, WebTask]):
                 elif state is None:
                     waiting.append("page")  # replaced while read, or busy past the cap
                 else:
+                    if not state.ready or state.navigating:
+                        awaited_timers = None  # a new document: its own timers count
+                    elif awaited_timers is None:
+                        # Waited for: the short timers pending at the first read of the done
+                        # page, not the ones they set again (an editor's 100 ms input poll).
+                        awaited_timers = state.timers
                     waiting += [
                         reason
                         for reason, holds in (
                             ("loading", not state.ready),
                             ("animations", state.animations > 0),
                             ("navigation", state.navigating),
-                            ("timers", state.timers > 0),
+                            ("timers", bool((awaited_timers or frozenset()) & state.timers)),
                         )
                         if holds
                     ]

@@ -150,8 +150,8 @@ PAGE_STATE_SCRIPT = """async () => {
       channel.port2.postMessage(0);
     });
   }
-  const state = { ready: true, animations: 0, elements: 0, navigating: false, timers: 0 };
-  const look = (win) => {
+  const state = { ready: true, animations: 0, elements: 0, navigating: false, timers: [] };
+  const look = (win, path) => {
     let doc;
     try { doc = win.document; doc.readyState; } catch (error) { return; }  // another origin
     state.ready = state.ready && doc.readyState === "complete";
@@ -166,18 +166,20 @@ PAGE_STATE_SCRIPT = """async () => {
     }
     // One-shot timers the page set to fire soon (an edit applied after a typing pause, a
     // re-render after a debounce), read off Playwright's installed episode clock, which runs
-    // the page's timers; a far timer (a poll a minute away) and intervals do not count.
+    // the page's timers; a far timer (a poll a minute away) and intervals do not count. Named
+    // by frame and id: the reader waits for those it first saw, not for their successors.
     const clock = win.__pwClock && win.__pwClock.controller;
     if (clock && clock._timers instanceof Map) {
       const now = clock.performanceNow();
       for (const timer of clock._timers.values()) {
         if (timer.type === "Timeout" && timer.delay <= SOON_MS && timer.callAt - now <= SOON_MS)
-          state.timers += 1;
+          state.timers.push(`${path}${timer.id}`);
       }
     }
-    for (let index = 0; index < win.frames.length; index++) look(win.frames[index]);
+    for (let index = 0; index < win.frames.length; index++)
+      look(win.frames[index], `${path}${index}/`);
   };
-  look(window);
+  look(window, "/");
   return state;
 }""".replace("__SOON_MS__", str(SOON_TIMER_MS))
 """Reads whether the page is done: every readable document loaded, no finite CSS animation or
@@ -197,9 +199,10 @@ class PageState:
     """Elements in the readable documents: two equal reads in a row mean the DOM stood still."""
     navigating: bool
     """A same-document navigation intercepted with the Navigation API has not finished."""
-    timers: int = 0
-    """One-shot page timers due within :data:`SOON_TIMER_MS` (0 where no episode clock is
-    installed: the page's timers are then the browser's own, which cannot be read)."""
+    timers: frozenset[str] = frozenset()
+    """One-shot page timers due within :data:`SOON_TIMER_MS`, each named by its frame and id
+    (none where no episode clock is installed: the page's timers are then the browser's own,
+    which cannot be read)."""
 
 
 def page_state(cdp: CDPSession, timeout_ms: float) -> PageState | None:
@@ -212,7 +215,7 @@ def page_state(cdp: CDPSession, timeout_ms: float) -> PageState | None:
         animations=int(value.get("animations") or 0),
         elements=int(value.get("elements") or 0),
         navigating=bool(value.get("navigating")),
-        timers=int(value.get("timers") or 0),
+        timers=frozenset(str(name) for name in value.get("timers") or ()),
     )
 
 
