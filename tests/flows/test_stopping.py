@@ -32,8 +32,10 @@ def _collect_command(out: Path, run_name: str) -> list[str]:
         "3",
         "--workers",
         "2",
+        # Short episodes: the stop comes after the first recorded step, long before an episode
+        # of five could end, and the resume (three whole episodes) stays short.
         "--max-steps",
-        "12",
+        "5",
         "--out",
         str(out),
         "--run-name",
