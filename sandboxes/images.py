@@ -27,16 +27,18 @@ import os
 import re
 import shutil
 import subprocess
+import tarfile
 import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
 
 import docker
 import docker.errors
+import docker.utils
 from docker.models.images import Image
 
 from worldtrace.sandboxes.engine import docker_client
@@ -75,12 +77,15 @@ class ImageDefinition:
     Domains keep their definitions in their own package and declare them in their
     requirements; the image is tagged ``worldtrace/<name>:latest``. ``build_args`` are the
     Dockerfile's ``ARG`` values (``BASE`` is always ours): one folder built with other
-    arguments is another image, with its own name and hash.
+    arguments is another image, with its own name and hash. ``shared_files`` are files kept
+    outside the folder (in the sandboxes layer: :data:`DRIVER_RUNTIME`) that the build context
+    holds beside the folder's own, under their own names, for the Dockerfile to ``COPY``.
     """
 
     name: str
     folder: Path
     build_args: tuple[tuple[str, str], ...] = ()
+    shared_files: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
         keys = [key for key, _ in self.build_args]
@@ -88,6 +93,9 @@ class ImageDefinition:
             raise SandboxError(f"image {self.name}: BASE is set by the builder, not a build arg")
         if len(set(keys)) != len(keys):
             raise SandboxError(f"image {self.name}: a build arg is given twice: {keys}")
+        names = [Path(path).name for path in self.shared_files]
+        if len(set(names)) != len(names):
+            raise SandboxError(f"image {self.name}: two shared files have one name: {names}")
 
     @property
     def tag(self) -> str:
@@ -105,6 +113,9 @@ class ImageDefinition:
 
 CLOCK_DEFINITION = ImageDefinition("clock", Path(__file__).parent / "clock_image")
 """The per-episode clock's library, built for every sandbox on every engine (see clock.py)."""
+DRIVER_RUNTIME = Path(__file__).parent / "driver_runtime.py"
+"""The runtime every in-sandbox driver imports (driver_runtime.py): a definition whose driver
+needs it lists it in ``shared_files`` and its Dockerfile copies ``driver_runtime.py``."""
 
 
 def _definition_files(folder: Path) -> list[Path]:
@@ -117,6 +128,34 @@ def _definition_files(folder: Path) -> list[Path]:
             files.append(path)
     # Sort on the POSIX relative path so the hash does not depend on directory listing order.
     return sorted(files, key=lambda p: p.relative_to(folder).as_posix())
+
+
+def _shared_files(definition: ImageDefinition) -> list[tuple[str, Path]]:
+    """``(name in the build context, path)`` of the definition's shared files, checked.
+
+    A shared file must exist and must not take the place of a file of the folder.
+    """
+    shared = []
+    for path in definition.shared_files:
+        path = Path(path)
+        if not path.is_file():
+            raise SandboxError(f"image {definition.name}: shared file {path} does not exist")
+        if (definition.folder / path.name).exists():
+            raise SandboxError(
+                f"image {definition.name}: shared file {path.name} would replace "
+                f"{definition.folder / path.name} in the build context"
+            )
+        shared.append((path.name, path))
+    return sorted(shared)
+
+
+def _hash_file(digest: hashlib._Hash, name: str, path: Path) -> None:
+    data = path.read_bytes()
+    executable = b"x" if os.access(path, os.X_OK) else b"-"
+    # Length-prefixed fields: no way for one file's bytes to imitate the next path.
+    relative = name.encode()
+    digest.update(b"%d:%s\0%s%d:" % (len(relative), relative, executable, len(data)))
+    digest.update(data)
 
 
 def _base_image_id(client: docker.DockerClient) -> str | None:
@@ -149,9 +188,10 @@ def definition_hash(
 ) -> str:
     """Return the sha256 of a definition: its files (paths, contents), build args and base id.
 
-    ``base_id`` defaults to the id of :data:`BASE_IMAGE` in the engine behind ``client`` (an
-    empty string if the base image is missing, which makes any existing image stale). The
-    executable bit is hashed too, because ``COPY`` keeps it and it changes the image.
+    The files are the folder's and the shared ones. ``base_id`` defaults to the id of
+    :data:`BASE_IMAGE` in the engine behind ``client`` (an empty string if the base image is
+    missing, which makes any existing image stale). The executable bit is hashed too, because
+    ``COPY`` keeps it and it changes the image.
     """
     folder = definition.folder
     if base_id is None:
@@ -159,12 +199,12 @@ def definition_hash(
     digest = hashlib.sha256()
     digest.update(b"worldtrace-definition-v1\0")
     for path in _definition_files(folder):
-        data = path.read_bytes()
-        executable = b"x" if os.access(path, os.X_OK) else b"-"
-        # Length-prefixed fields: no way for one file's bytes to imitate the next path.
-        relative = path.relative_to(folder).as_posix().encode()
-        digest.update(b"%d:%s\0%s%d:" % (len(relative), relative, executable, len(data)))
-        digest.update(data)
+        _hash_file(digest, path.relative_to(folder).as_posix(), path)
+    # Only definitions with shared files hash them (marked as such, so that a shared file never
+    # hashes like a folder's file of its name), so every other image keeps its hash.
+    for name, path in _shared_files(definition):
+        digest.update(b"shared\0")
+        _hash_file(digest, name, path)
     # Only definitions with build args hash them, so every other image keeps its hash. Sorted:
     # the order the arguments are given in does not change the image.
     for key, value in sorted(definition.build_args):
@@ -409,10 +449,50 @@ def ensure_base_image(
 # --- images from definitions --------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def build_context(definition: ImageDefinition) -> Iterator[IO[bytes]]:
+    """The build context of ``definition``: an uncompressed tar in a temporary file, at 0.
+
+    The folder as ``docker build`` would send it (its ``.dockerignore`` kept), then the shared
+    files at the top, under their own names. The file is deleted on leaving.
+    """
+    folder = str(definition.folder)
+    exclude = None
+    ignore_file = os.path.join(folder, ".dockerignore")
+    if os.path.exists(ignore_file):
+        with open(ignore_file) as ignore:
+            lines = [line.strip() for line in ignore.read().splitlines()]
+        exclude = [line for line in lines if line and not line.startswith("#")]
+    with tempfile.TemporaryFile() as context:
+        docker.utils.tar(folder, exclude=exclude, fileobj=context)
+        shared = _shared_files(definition)
+        if shared:
+            with tarfile.open(fileobj=context, mode="a") as archive:
+                for name, path in shared:
+                    # Mode (the executable bit) as the folder's files keep theirs.
+                    info = archive.gettarinfo(str(path), arcname=name)
+                    with path.open("rb") as data:
+                        archive.addfile(info, data)
+        context.seek(0)
+        yield context
+
+
 def _build(
     definition: ImageDefinition, client: docker.DockerClient, digest: str, progress: Progress | None
 ) -> str:
     """Build ``definition`` labelled with its ``digest``; return the new image id."""
+    with build_context(definition) as context:
+        return _build_from(context, definition, client, digest, progress)
+
+
+def _build_from(
+    context: IO[bytes],
+    definition: ImageDefinition,
+    client: docker.DockerClient,
+    digest: str,
+    progress: Progress | None,
+) -> str:
+    """Build ``definition`` from the tar ``context`` (:func:`build_context`)."""
     tail: deque[str] = deque(maxlen=30)
     # What the failing step wrote to stderr: the engine may deliver it before the step's
     # stdout, so the last lines of the log alone can miss the reason a build script gave.
@@ -420,19 +500,21 @@ def _build(
     in_stderr = False
     image_id = None
     # The low-level API streams the log as the build runs; images.build() only returns it
-    # at the end, which would leave a long apt-get step silent.
-    stream = client.api.build(
-        path=str(definition.folder),
-        tag=definition.tag,
-        network_mode="host",  # --bridge=none: host networking is the only way to apt/pip
-        labels={DEFINITION_LABEL: digest, IMAGE_LABEL: definition.name},
-        buildargs={**dict(definition.build_args), "BASE": BASE_IMAGE},
-        rm=True,
-        forcerm=True,  # remove intermediate containers of failed steps too
-        decode=True,
-        timeout=_BUILD_TIMEOUT_S,
-    )
+    # at the end, which would leave a long apt-get step silent. The context is ours (the
+    # folder plus the shared files), not the folder alone.
     try:
+        stream = client.api.build(
+            fileobj=context,
+            custom_context=True,
+            tag=definition.tag,
+            network_mode="host",  # --bridge=none: host networking is the only way to apt/pip
+            labels={DEFINITION_LABEL: digest, IMAGE_LABEL: definition.name},
+            buildargs={**dict(definition.build_args), "BASE": BASE_IMAGE},
+            rm=True,
+            forcerm=True,  # remove intermediate containers of failed steps too
+            decode=True,
+            timeout=_BUILD_TIMEOUT_S,
+        )
         for chunk in stream:
             if "error" in chunk or "errorDetail" in chunk:
                 message = chunk.get("error") or chunk["errorDetail"].get("message", "")

@@ -16,14 +16,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from worldtrace.sandboxes.images import ImageDefinition
+from worldtrace.sandboxes.images import DRIVER_RUNTIME, ImageDefinition
 from worldtrace.schemas.errors import ConfigError, validation_problems
 
 IMAGE_FOLDER = Path(__file__).parent / "image"
 MANIFEST_PATH = IMAGE_FOLDER / "servers.json"
 MANIFEST_IN_IMAGE = "/opt/worldtrace/servers.json"
 """Where the manifest is inside the image (the driver reads it there)."""
-IMAGE = ImageDefinition("mcp", IMAGE_FOLDER)
+IMAGE = ImageDefinition("mcp", IMAGE_FOLDER, shared_files=(DRIVER_RUNTIME,))
 """The one sandbox image of the domain: every server, its seeded state, the driver."""
 IMAGE_TAG = IMAGE.tag
 """``worldtrace/mcp:latest``."""

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from worldtrace.sandboxes.images import ImageDefinition
+from worldtrace.sandboxes.images import DRIVER_RUNTIME, ImageDefinition
 
 IMAGE_FOLDER = Path(__file__).parent / "image"
-IMAGE = ImageDefinition("search", IMAGE_FOLDER)
+IMAGE = ImageDefinition("search", IMAGE_FOLDER, shared_files=(DRIVER_RUNTIME,))
 """The one sandbox image of the domain."""
 IMAGE_TAG = IMAGE.tag
 """``worldtrace/search:latest``."""

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from worldtrace.sandboxes.docker import LABEL, DockerSandbox
 from worldtrace.sandboxes.engine import docker_client
 from worldtrace.sandboxes.errors import SandboxError
-from worldtrace.sandboxes.images import ImageDefinition
+from worldtrace.sandboxes.images import DRIVER_RUNTIME, ImageDefinition
 from worldtrace.schemas.errors import ConfigError
 
 IMAGE_FOLDER = Path(__file__).parent / "image"
@@ -125,7 +125,10 @@ def image_definition(repo: Repo | str, folder: Path = IMAGE_FOLDER) -> ImageDefi
     if isinstance(repo, str):
         repo = get_repo(repo)
     return ImageDefinition(
-        repo.image_name, folder, build_args=(("REPO", repo.name), ("VERSION", repo.version))
+        repo.image_name,
+        folder,
+        build_args=(("REPO", repo.name), ("VERSION", repo.version)),
+        shared_files=(DRIVER_RUNTIME,),
     )
 
 

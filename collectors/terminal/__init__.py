@@ -23,13 +23,13 @@ from worldtrace.collectors.terminal.ssh import SshTerminalEnvironment
 from worldtrace.collectors.terminal.tasks import TASKS, TerminalTask
 from worldtrace.collectors.terminal.workspace import workspace_setup
 from worldtrace.sandboxes.docker import require_image
-from worldtrace.sandboxes.images import ImageDefinition
+from worldtrace.sandboxes.images import DRIVER_RUNTIME, ImageDefinition
 from worldtrace.schemas import Action
 
 if TYPE_CHECKING:
     from worldtrace.collectors.llm.policy import AgentPrompt
 
-IMAGE = ImageDefinition("terminal", Path(__file__).parent / "image")
+IMAGE = ImageDefinition("terminal", Path(__file__).parent / "image", shared_files=(DRIVER_RUNTIME,))
 """The sandbox image: bash, tmux, the usual command-line tools and the in-container driver."""
 
 

@@ -49,6 +49,7 @@ from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalE
 from worldtrace.collectors.terminal.tasks.helpers import HOME, TerminalTask
 from worldtrace.sandboxes.channel import DriverChannel, json_object
 from worldtrace.sandboxes.errors import SandboxError
+from worldtrace.sandboxes.images import DRIVER_RUNTIME
 from worldtrace.sandboxes.limits import Limits
 from worldtrace.sandboxes.ssh import Account, SshHost
 from worldtrace.schemas import EnvironmentRef
@@ -57,11 +58,13 @@ from worldtrace.schemas.raw import RawObservation
 IMAGE_FOLDER = Path(__file__).parent / "image"
 DRIVER_FILES = {
     "tmux_driver.py": IMAGE_FOLDER / "tmux_driver.py",
+    "driver_runtime.py": DRIVER_RUNTIME,
     "ssh_driver.py": Path(__file__).parent / "ssh_driver.py",
     "tmux.conf": IMAGE_FOLDER / "tmux.conf",
     "shell.bashrc": IMAGE_FOLDER / "wt-shell.bashrc",
 }
-"""What is copied to the host: the image's driver, configuration and prompt hook, and the shim."""
+"""What is copied to the host: the image's driver and the runtime it imports, its configuration
+and prompt hook, and the shim."""
 MIN_PYTHON = (3, 9)
 """The driver needs os.pidfd_open and os.waitstatus_to_exitcode."""
 

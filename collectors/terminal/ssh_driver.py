@@ -25,7 +25,8 @@ runs as, and the driver can only make itself non-dumpable (so the agent, the sam
 trace it or read its memory; it can still signal it, which ends the episode as a lost sandbox).
 ``--observe`` prints one observation of the running session and exits (the last look).
 
-This file runs on the host's own ``python3`` (3.9 or newer) and imports nothing of worldtrace.
+This file runs on the host's own ``python3`` (3.9 or newer) and imports nothing of worldtrace
+but its uploaded neighbours: ``tmux_driver.py`` and the ``driver_runtime.py`` that imports.
 """
 
 import argparse
@@ -121,7 +122,7 @@ def prepare(args):
 
 def become_login_user(account):
     """The driver's identity when the shell runs as this process's own user."""
-    driver.forbid_inspection()
+    driver.runtime.forbid_inspection()
     driver.USER_UID, driver.USER_GID = account.pw_uid, account.pw_gid
     driver.USER_HOME = account.pw_dir
     env = {key: value for key, value in os.environ.items() if key not in ("PWD", "OLDPWD")}

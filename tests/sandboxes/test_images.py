@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import tarfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -83,6 +84,89 @@ def test_definition_hash_follows_build_args(terminal_copy: images.ImageDefinitio
     # Length-prefixed: one argument cannot imitate two.
     glued = images.ImageDefinition("x", folder, build_args=(("A", "1arg\x001:B1:2"),))
     assert images.definition_hash(glued, base_id="b") != images.definition_hash(two, base_id="b")
+
+
+def test_definition_hash_follows_shared_files(tmp_path: Path) -> None:
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    (folder / "Dockerfile").write_text(TINY_DOCKERFILE)
+    (folder / "helper.py").write_text("x = 1\n")
+    (folder / "helper.py").chmod(0o755)
+    plain = images.ImageDefinition("tiny", folder)
+    # Without shared files the hash is what it was before they existed (pinned: the images
+    # built then stay current).
+    assert images.definition_hash(plain, base_id="sha256:base") == (
+        "35c6990302c300ebd97359c74f66c8dfc7a1d1a1b0dfe168969d18aa0657fd42"
+    )
+    runtime = tmp_path / "shared" / "driver_runtime.py"
+    runtime.parent.mkdir()
+    runtime.write_text("VERSION = 1\n")
+    shared = images.ImageDefinition("tiny", folder, shared_files=(runtime,))
+    with_runtime = images.definition_hash(shared, base_id="sha256:base")
+    assert with_runtime != images.definition_hash(plain, base_id="sha256:base")
+    assert with_runtime == images.definition_hash(shared, base_id="sha256:base")
+    runtime.write_text("VERSION = 2\n")
+    assert images.definition_hash(shared, base_id="sha256:base") != with_runtime
+    runtime.write_text("VERSION = 1\n")
+    assert images.definition_hash(shared, base_id="sha256:base") == with_runtime
+    # A shared file hashes apart from a file of the folder with its name and bytes.
+    (folder / "driver_runtime.py").write_text("VERSION = 1\n")
+    assert images.definition_hash(plain, base_id="sha256:base") != with_runtime
+    with pytest.raises(images.SandboxError, match="would replace"):
+        images.definition_hash(shared, base_id="sha256:base")
+    (folder / "driver_runtime.py").unlink()
+    with pytest.raises(images.SandboxError, match="does not exist"):
+        images.definition_hash(
+            images.ImageDefinition("tiny", folder, shared_files=(tmp_path / "absent.py",)),
+            base_id="sha256:base",
+        )
+    with pytest.raises(images.SandboxError, match="one name"):
+        images.ImageDefinition("tiny", folder, shared_files=(runtime, folder / "driver_runtime.py"))
+
+
+def test_the_build_context_holds_the_folder_and_the_shared_files(tmp_path: Path) -> None:
+    folder = tmp_path / "tiny"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "Dockerfile").write_text(TINY_DOCKERFILE)
+    (folder / "sub" / "data.txt").write_text("data\n")
+    tool = tmp_path / "tool.sh"
+    tool.write_text("#!/bin/sh\necho tool\n")
+    tool.chmod(0o755)
+    definition = images.ImageDefinition("tiny", folder, shared_files=(images.DRIVER_RUNTIME, tool))
+    with images.build_context(definition) as context, tarfile.open(fileobj=context) as archive:
+        members = {member.name: member for member in archive.getmembers()}
+        assert {"Dockerfile", "sub/data.txt", "driver_runtime.py", "tool.sh"} <= set(members)
+        shared = archive.extractfile("driver_runtime.py")
+        assert shared is not None and shared.read() == images.DRIVER_RUNTIME.read_bytes()
+        assert members["tool.sh"].mode & 0o111  # the executable bit, as COPY keeps it
+        dockerfile = archive.extractfile("Dockerfile")
+        assert dockerfile is not None and dockerfile.read() == TINY_DOCKERFILE.encode()
+
+
+def test_every_driver_image_gets_the_runtime() -> None:
+    # Each domain's image definition puts the runtime in its context and its Dockerfile copies
+    # it beside the driver, before the driver (so the layers above stay cached).
+    from worldtrace.collectors.mcp.servers import IMAGE as MCP
+    from worldtrace.collectors.os.image_definition import IMAGE as OS
+    from worldtrace.collectors.search.image_definition import IMAGE as SEARCH
+    from worldtrace.collectors.swe.repos import IMAGES as SWE
+
+    drivers = {
+        IMAGE: "tmux_driver.py",
+        MCP: "mcp_driver.py",
+        OS: "desktop_driver.py",
+        SEARCH: "search_driver.py",
+        **{definition: "swe_driver.py" for definition in SWE},
+    }
+    for definition, driver in drivers.items():
+        assert images.DRIVER_RUNTIME in definition.shared_files, definition.name
+        lines = (definition.folder / "Dockerfile").read_text().splitlines()
+        copies = [i for i, line in enumerate(lines) if line.startswith("COPY ")]
+        runtime = [i for i in copies if "driver_runtime.py /opt/worldtrace/" in lines[i]]
+        assert len(runtime) == 1, definition.name
+        assert driver in lines[runtime[0] + 1], definition.name
+        source = (definition.folder / driver).read_text()
+        assert "import driver_runtime as runtime" in source, driver
 
 
 def test_build_args_may_not_set_base_or_repeat(tmp_path: Path) -> None:
@@ -199,6 +283,21 @@ def test_build_args_reach_the_dockerfile(
     # Other args: the image built with "hello" is stale for them.
     bye = images.ImageDefinition(tiny.name, tiny.folder, build_args=(("GREETING", "bye"),))
     assert images.image_status(bye, client) == "stale"
+
+
+@pytest.mark.docker
+def test_a_shared_file_reaches_the_build(
+    tiny: images.ImageDefinition, client: docker.DockerClient, tmp_path: Path
+) -> None:
+    shared_file = tmp_path / "shared.txt"
+    shared_file.write_text("shared\n")
+    (tiny.folder / "Dockerfile").write_text("ARG BASE\nFROM ${BASE}\nCOPY shared.txt /shared\n")
+    shared = images.ImageDefinition(tiny.name, tiny.folder, shared_files=(shared_file,))
+    images.ensure_image(shared, client)
+    output = client.containers.run(shared.tag, ["cat", "/shared"], remove=True, network_mode="none")
+    assert output == b"shared\n"
+    shared_file.write_text("changed\n")
+    assert images.image_status(shared, client) == "stale"
 
 
 @pytest.mark.docker

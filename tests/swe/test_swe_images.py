@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import shutil
 import uuid
@@ -201,7 +202,8 @@ def variant(tmp_path: Path, repo: str, **changes: object) -> ImageDefinition:
     description = folder / "repos" / repo / "repo.json"
     description.write_text(json.dumps({**json.loads(description.read_text()), **changes}))
     name = f"swe-refused-{uuid.uuid4().hex[:8]}"
-    return ImageDefinition(name, folder, build_args=repos.image_definition(repo).build_args)
+    # Everything else (build args, the shared driver runtime) as the repository's own image.
+    return dataclasses.replace(repos.image_definition(repo), name=name, folder=folder)
 
 
 @pytest.fixture

@@ -80,7 +80,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import hashlib
 import importlib.metadata
 import json
@@ -98,6 +97,7 @@ from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
+import driver_runtime as runtime
 import httpx2
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -128,19 +128,11 @@ SNAPSHOT_TIMEOUT_S = 10.0
 PSQL_SESSION_TIMEOUT_S = 5.0
 """How long a postgres snapshot waits for the kept psql before a fresh psql takes over."""
 READ_CHUNK = 65536
-PR_SET_DUMPABLE = 4
 
 RAW_RESULT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 """The result of a request as the server sent it (the SDK's typed models rename and drop)."""
 ToolsCallRequest = types.Request[dict[str, Any], str]
 """A tools/call request whose params go out as given (no typed CallToolRequestParams)."""
-
-
-def forbid_inspection() -> None:
-    """Make this process non-dumpable: its memory and file descriptors are root's alone."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 
 def load_spec(manifest_path: str, name: str) -> dict[str, Any]:
@@ -614,31 +606,12 @@ def server_account() -> pwd.struct_passwd:
     return pwd.getpwnam(SERVER_USER)
 
 
-# Variables of the image's environment that are the build's or the harness's, not the machine's:
-# the shell's own, the certificate bundle the build's pip and npm trusted behind the machine's
-# proxy, apt's build setting, and the driver's own settings. A server must not see them: one
-# that prints its environment (server-everything's get-env) would show them to the agent.
-HARNESS_VARIABLES = frozenset(
-    {
-        "PWD",
-        "OLDPWD",
-        "PIP_CERT",
-        "NODE_EXTRA_CA_CERTS",
-        "REQUESTS_CA_BUNDLE",
-        "SSL_CERT_FILE",
-        "CURL_CA_BUNDLE",
-        "DEBIAN_FRONTEND",
-    }
-)
-
-
-def harness_variable(name: str, value: str) -> bool:
-    """Whether an environment variable belongs to the build or the harness, not the machine."""
-    return (
-        name in HARNESS_VARIABLES
-        or name.upper().startswith("WORLDTRACE")
-        or "worldtrace" in f"{name}={value}".lower()
-    )
+# Variables of the image's environment that are the build's, beyond the harness's own
+# (runtime.harness_variable: the shell's, pip's certificate bundle, anything naming worldtrace,
+# the driver's own settings among them): the certificate bundle npm trusted behind the machine's
+# proxy and apt's build setting. A server must not see them: one that prints its environment
+# (server-everything's get-env) would show them to the agent.
+BUILD_VARIABLES = frozenset({"NODE_EXTRA_CA_CERTS", "DEBIAN_FRONTEND"})
 
 
 def server_env(spec: dict[str, Any], account: pwd.struct_passwd) -> dict[str, str]:
@@ -647,7 +620,11 @@ def server_env(spec: dict[str, Any], account: pwd.struct_passwd) -> dict[str, st
     What stays is what a login as the user would have (PATH, locale, TZ, and the image's
     fixed git dates and hash seed, which keep the servers' answers the same in every run).
     """
-    env = {key: value for key, value in os.environ.items() if not harness_variable(key, value)}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not runtime.harness_variable(key, value, also=BUILD_VARIABLES)
+    }
     env.update(HOME=account.pw_dir, USER=account.pw_name, LOGNAME=account.pw_name)
     env.update({key: str(value) for key, value in (spec.get("env") or {}).items()})
     return env
@@ -1167,12 +1144,11 @@ class Driver:
         return {"stopped": True, "server_exited": connection.exit_reply(), **connection.tap.take()}
 
 
-class StartFailed(Exception):
-    """A server that would not start; carries what it wrote."""
+class StartFailed(runtime.RequestFailed):
+    """A server that would not start; the reply carries what it wrote.
 
-    def __init__(self, message: str, taken: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.taken = taken
+    The error names its stderr's tail; ``fields`` are its messages, garbage and stderr.
+    """
 
 
 async def serve(manifest: str, reply_fd: int) -> None:
@@ -1186,22 +1162,14 @@ async def serve(manifest: str, reply_fd: int) -> None:
                 break
             if not line.strip():
                 continue
-            request_id = None
+            # runtime.serve's steps, with the handler awaited.
+            answer = runtime.Answer(line, error_key="driver_error")
             try:
-                request = json.loads(line)
-                request_id = request.get("id")
-                reply = await driver.handle(request)
-            except StartFailed as error:
-                reply = {"driver_error": str(error), **error.taken}
+                reply = await driver.handle(answer.request())
             except Exception as error:  # reply, never die: the host decides what an error means
-                reply = {"driver_error": f"{type(error).__name__}: {error}"}
-            reply["id"] = request_id
-            data = (json.dumps(reply) + "\n").encode()
-            try:
-                while data:
-                    data = data[os.write(reply_fd, data) :]
-            except OSError:  # the host is gone: nobody to serve
-                break
+                reply = answer.failed(error)
+            if not runtime.write_reply(reply_fd, answer.done(reply)):
+                break  # the host is gone: nobody to serve
         await driver.stop()
         group.cancel_scope.cancel()
 
@@ -1218,13 +1186,9 @@ def main() -> None:
             parser.error("--observe needs --server NAME")
         print(json.dumps({"state": snapshot(load_spec(args.servers, args.server))}))
         return
-    # Replies go to a private copy of stdout; fd 1 becomes stderr for everything else.
-    reply_fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    anyio.run(serve, args.servers, reply_fd)
+    anyio.run(serve, args.servers, runtime.private_reply_fd())
 
 
 if __name__ == "__main__":
-    forbid_inspection()
+    runtime.forbid_inspection()
     main()

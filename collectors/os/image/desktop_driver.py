@@ -160,10 +160,11 @@ import signal
 import socket
 import struct
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
+
+import driver_runtime as runtime
 
 SESSION_USER = "user"
 HOME = "/home/user"
@@ -406,7 +407,10 @@ def descendants(pid: int) -> set[int]:
         try:
             with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as stat:
                 parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-        except (FileNotFoundError, IndexError, ValueError):
+        # OSError: a process that ended after the listing has no file (ENOENT), or one that
+        # cannot be read any more (ESRCH on the read: a `start` failed so while a short-lived
+        # pgrep came and went).
+        except (OSError, IndexError, ValueError):
             continue
         children.setdefault(parent, []).append(int(entry))
     found, todo = set(), [pid]
@@ -1942,26 +1946,8 @@ def launched_programs(
     return launched
 
 
-def read_lines(fd: int, idle: Any) -> Any:
-    """Yield the lines of ``fd`` until it closes, calling ``idle`` while none arrives."""
-    buffer = b""
-    while True:
-        if select.select([fd], [], [], 0.2)[0]:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                if buffer.strip():
-                    yield buffer
-                return
-            buffer += chunk
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                yield line
-        else:
-            idle()
-
-
 def serve(reply_fd: int) -> None:
-    """Serve requests from stdin until it closes."""
+    """Serve requests from stdin until it closes or the host goes."""
     driver = Driver()
 
     def idle() -> None:
@@ -1970,25 +1956,9 @@ def serve(reply_fd: int) -> None:
             driver.desktop.activity()
 
     try:
-        for line in read_lines(0, idle):
-            if not line.strip():
-                continue
-            request_id = None
-            try:
-                request = json.loads(line)
-                if not isinstance(request, dict):
-                    raise DriverError("a request must be a JSON object")
-                request_id = request.get("id")
-                reply = driver.handle(request)
-            except Exception as error:  # reply, never die: the host decides what it means
-                reply = {"driver_error": f"{type(error).__name__}: {error}"}
-            reply["id"] = request_id
-            data = (json.dumps(reply, ensure_ascii=False) + "\n").encode("utf-8")
-            try:
-                while data:
-                    data = data[os.write(reply_fd, data) :]
-            except OSError:  # the host is gone: nobody to serve
-                break
+        runtime.serve(
+            driver.handle, reply_fd, error_key="driver_error", idle=idle, ensure_ascii=False
+        )
     finally:
         driver.stop()
 
@@ -2084,13 +2054,9 @@ def main() -> None:
     if os.geteuid() == 0:
         enter_view()
     drop_to_user()
-    reply_fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
+    reply_fd = runtime.private_reply_fd()
     if args.observe:
-        data = (json.dumps(last_look(args.max_nodes), ensure_ascii=False) + "\n").encode()
-        while data:
-            data = data[os.write(reply_fd, data) :]
+        runtime.write_reply(reply_fd, last_look(args.max_nodes), ensure_ascii=False)
         return
     serve(reply_fd)
 

@@ -81,6 +81,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import driver_runtime as runtime
 import xapian
 from bs4 import BeautifulSoup, Comment, Declaration, Doctype, ProcessingInstruction
 from markdownify import MarkdownConverter
@@ -498,32 +499,24 @@ class Driver:
 
 
 def serve(reply_fd: int) -> None:
-    """Serve requests from stdin until it closes."""
+    """Serve requests from stdin until it closes or the host goes."""
     driver = Driver()
+
+    def with_memory(reply: dict[str, Any]) -> None:
+        # Every reply, a driver_error too, carries the episode's memory.
+        try:
+            reply.update(memory_fields(driver.current_memory()))
+        except (sqlite3.Error, ValueError) as error:
+            reply.setdefault("driver_error", f"the memory cannot be read: {error}")
+
     try:
-        for line in sys.stdin.buffer:
-            if not line.strip():
-                continue
-            request_id = None
-            try:
-                request = json.loads(line)
-                if not isinstance(request, dict):
-                    raise ValueError("a request must be a JSON object")
-                request_id = request.get("id")
-                reply = driver.handle(request)
-            except Exception as error:  # reply, never die: the host decides what an error means
-                reply = {"driver_error": f"{type(error).__name__}: {error}"}
-            try:
-                reply.update(memory_fields(driver.current_memory()))
-            except (sqlite3.Error, ValueError) as error:
-                reply.setdefault("driver_error", f"the memory cannot be read: {error}")
-            reply["id"] = request_id
-            data = (json.dumps(reply, ensure_ascii=False) + "\n").encode("utf-8")
-            try:
-                while data:
-                    data = data[os.write(reply_fd, data) :]
-            except OSError:  # the host is gone: nobody to serve
-                break
+        runtime.serve(
+            driver.handle,
+            reply_fd,
+            error_key="driver_error",
+            complete=with_memory,
+            ensure_ascii=False,
+        )
     finally:
         driver.stop()
 
@@ -536,11 +529,7 @@ def main() -> None:
     if args.observe:
         print(json.dumps(memory_fields(read_memory()), ensure_ascii=False))
         return
-    # Replies go to a private copy of stdout; fd 1 becomes stderr for everything else.
-    reply_fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    serve(reply_fd)
+    serve(runtime.private_reply_fd())
 
 
 if __name__ == "__main__":

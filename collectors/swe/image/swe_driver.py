@@ -4,7 +4,8 @@ Runs with the container's own Python 3 (standard library only) for the lifetime 
 so a step costs one round trip over the exec stream instead of one ``docker exec`` per tool.
 
 Requests (stdin) and replies (stdout), one JSON object per line; a reply echoes its request's
-``id``, so the host can tell the reply to its request from any other line:
+``id``, so the host can tell the reply to its request from any other line (the request loop
+and the process-limit count are the sandboxes' driver_runtime.py, copied beside this file):
   {"id": "...", "op": "tool", "tool": "read_file", "arguments": {...}, "timeout": 30}
       -> observation
   {"id": "...", "op": "observe", "orientation": true} -> observation (no tool ran)
@@ -45,15 +46,14 @@ import subprocess
 import sys
 import time
 
+import driver_runtime as runtime
+
 USER = "user"
 REPO = "/home/user/repo"
 VENV_BIN = "/opt/swe-venv/bin"
 RUN_TESTS = "/opt/worldtrace/run_tests.py"
 REPO_INFO = "/opt/worldtrace/repo.json"
-PR_SET_DUMPABLE = 4
 F_SETPIPE_SZ = 1031
-# The container's process limit: cgroup v1 and v2 places of the pids controller's files.
-PIDS_FOLDERS = ("/sys/fs/cgroup/pids", "/sys/fs/cgroup")
 
 FILE_HIT = re.compile(r"^(.+?):\d+:")
 """A hit of a search over several files: ``path:N:text``."""
@@ -75,21 +75,9 @@ CONTEXT_LINES = 3
 ACCOUNT = pwd.getpwnam(USER)
 GROUPS = os.getgrouplist(USER, ACCOUNT.pw_gid)
 # The image's environment (its PATH with the venv first, its fixed git dates and hash seed), as
-# the user: what a login in the sandbox would have.
-# Variables of the driver's environment that the agent's commands do not get: the shell's own
-# ones, and whatever names the harness (the build's certificate bundle for pip and friends).
-HARNESS_VARIABLES = frozenset(
-    {"PWD", "OLDPWD", "PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE"}
-)
-
-
-def harness_variable(name, value):
-    """Whether an environment variable belongs to the harness rather than the machine."""
-    return name in HARNESS_VARIABLES or "worldtrace" in f"{name}={value}".lower()
-
-
+# the user: what a login in the sandbox would have, without the harness's variables.
 USER_ENV = {
-    **{key: value for key, value in os.environ.items() if not harness_variable(key, value)},
+    **{key: value for key, value in os.environ.items() if not runtime.harness_variable(key, value)},
     # /home/user and /tmp are folders of the sandbox's own disk: without this, git outside a
     # repository says "Stopping at filesystem boundary", which no ordinary machine says there.
     "GIT_DISCOVERY_ACROSS_FILESYSTEM": "1",
@@ -105,13 +93,6 @@ if not USER_ENV.get("PATH", "").startswith(VENV_BIN + ":"):
 GIT = ["git", "-c", "safe.directory=*", "--no-optional-locks"]
 # Where tools run: the repository, or, if the agent removed it, the home folder (then /).
 WORKDIRS = (REPO, ACCOUNT.pw_dir, "/")
-
-
-def forbid_inspection():
-    """Make this process non-dumpable: its memory and file descriptors are root's alone."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 
 CLONE_NEWNS = 0x00020000
@@ -820,43 +801,18 @@ def handle(request):
     raise ValueError(f"unknown op {op!r}")
 
 
-def forks_refused():
-    """How many new processes the container's process limit refused so far (0 if unknown)."""
-    for folder in PIDS_FOLDERS:
-        try:
-            with open(f"{folder}/pids.events") as handle:
-                events = handle.read().split()
-        except OSError:
-            continue
-        # "max N": N forks failed because the limit was reached.
-        return int(events[1]) if len(events) > 1 and events[0] == "max" else 0
-    return 0
-
-
 def main():
-    """Serve requests from stdin until it closes."""
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        request_id = None
-        refused_before = forks_refused()
-        try:
-            request = json.loads(line)
-            request_id = request.get("id")
-            reply = handle(request)
-        except Exception as error:  # reply, never die: the host decides what an error means
-            reply = {"driver_error": f"{type(error).__name__}: {error}"}
-        refused = forks_refused() - refused_before
-        if "driver_error" in reply and refused:
-            reply["driver_error"] = f"the process limit was reached: {reply['driver_error']}"
-        reply["forks_refused"] = refused
-        reply["id"] = request_id
-        sys.stdout.write(json.dumps(reply) + "\n")
-        sys.stdout.flush()
+    """Serve requests from stdin until it closes or the host goes.
+
+    A request the driver could not serve gets ``driver_error``, which says first when the
+    process limit refused forks during it (a fork bomb): the sandbox cannot be trusted.
+    """
+    # The replies go to stdout itself: the forked children point it at /dev/null at once.
+    runtime.serve(handle, 1, error_key="driver_error", count_forks=True)
 
 
 if __name__ == "__main__":
-    forbid_inspection()
+    runtime.forbid_inspection()
     # The view's init, as sandboxes/view.py (PID_FILE) left it; none without a view.
     if os.path.exists(VIEW_PID_FILE):
         with open(VIEW_PID_FILE) as pid_file:

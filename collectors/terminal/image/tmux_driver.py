@@ -4,7 +4,9 @@ Runs with the container's own Python for the lifetime of an episode, so a step c
 round trip over the exec stream instead of one ``docker exec`` per tmux command.
 
 Requests (stdin) and replies (stdout), one JSON object per line; a reply echoes its request's
-``id``, so the host can tell the reply to its request from any other line:
+``id``, so the host can tell the reply to its request from any other line (the request loop,
+the reply channel and the process-limit count are the sandboxes' driver_runtime.py, copied
+beside this file):
   {"id": "...", "op": "start", "width": 160, "height": 40, "cwd": "/home/user"} -> observation
   {"id": "...", "op": "step", "keys": [...], "timeout": 30, "quiet": 0.5, "min_wait": 0,
    "settle": 0.1}
@@ -47,6 +49,11 @@ import stat
 import sys
 import time
 
+try:
+    import driver_runtime as runtime
+except ImportError:  # loaded on the host from the source tree (tests): the package's copy
+    from worldtrace.sandboxes import driver_runtime as runtime
+
 SESSION = "%0"
 """The pane the agent's shell runs in: the first pane of the server (targeted by its id)."""
 TMUX = "/usr/bin/tmux"
@@ -71,9 +78,6 @@ _SYSCALLS_BY_MACHINE = {
     "aarch64": {"read": {63, 65}, "select": {72}, "poll": {73, 22, 441}},
 }
 SYSCALLS = _SYSCALLS_BY_MACHINE.get(os.uname().machine, _SYSCALLS_BY_MACHINE["x86_64"])
-PR_SET_DUMPABLE = 4
-# The container's process limit: cgroup v1 and v2 places of the pids controller's files.
-PIDS_FOLDERS = ("/sys/fs/cgroup/pids", "/sys/fs/cgroup")
 ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
 # Same rule as collectors/terminal/actions.py (this file runs in the container and cannot
@@ -125,13 +129,15 @@ def become_driver():
     os.setgroups([])
     os.setresgid(account.pw_gid, 0, 0)
     os.setresuid(account.pw_uid, 0, 0)
-    forbid_inspection()
+    runtime.forbid_inspection()
     USER_UID, USER_GID, USER_HOME = account.pw_uid, account.pw_gid, account.pw_dir
     SOCKET = SOCKET.format(uid=USER_UID)
     STATE_FILE = STATE_FILE.format(uid=USER_UID)
     # The tmux server passes its environment on to the shell: the user's, not the driver's,
     # and nothing of the harness in it.
-    env = {key: value for key, value in os.environ.items() if not harness_variable(key, value)}
+    env = {
+        key: value for key, value in os.environ.items() if not runtime.harness_variable(key, value)
+    }
     env.update(HOME=USER_HOME, USER=USER, LOGNAME=USER, SHELL=account.pw_shell or "/bin/bash")
     env.setdefault("TERM", "xterm-256color")
     # /home/user and /tmp are folders of the sandbox's own disk: without this, git outside a
@@ -139,18 +145,6 @@ def become_driver():
     env["GIT_DISCOVERY_ACROSS_FILESYSTEM"] = "1"
     USER_ENV = env
     os.chdir(USER_HOME)
-
-
-# Variables of the driver's environment that the agent's shell does not get: the shell's own
-# ones, and whatever names the harness (the build's certificate bundle for pip and friends).
-HARNESS_VARIABLES = frozenset(
-    {"PWD", "OLDPWD", "PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE"}
-)
-
-
-def harness_variable(name, value):
-    """Whether an environment variable belongs to the harness rather than the machine."""
-    return name in HARNESS_VARIABLES or "worldtrace" in f"{name}={value}".lower()
 
 
 def in_view(argv, cwd):
@@ -714,49 +708,15 @@ def handle(request, session):
     raise ValueError(f"unknown op {op!r}")
 
 
-def forks_refused():
-    """Return how many new processes the container's process limit refused so far (0 if unknown)."""
-    for folder in PIDS_FOLDERS:
-        try:
-            with open(f"{folder}/pids.events") as handle:
-                events = handle.read().split()
-        except OSError:
-            continue
-        # "max N": N forks failed because the limit was reached.
-        return int(events[1]) if len(events) > 1 and events[0] == "max" else 0
-    return 0
-
-
-def forbid_inspection():
-    """Make this process non-dumpable: its memory and file descriptors are root's alone."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
-
-
 def main():
-    """Serve requests from stdin until it closes."""
+    """Serve requests from stdin until it closes or the host goes.
+
+    A step during which the process limit refused forks (a fork bomb) is reported as such
+    (``forks_refused``, and its error says so): the sandbox cannot be trusted to run the next.
+    """
     session = {}
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        request_id = None
-        refused_before = forks_refused()
-        try:
-            request = json.loads(line)
-            request_id = request.get("id")
-            reply = handle(request, session)
-        except Exception as error:  # reply, never die: the host decides what an error means
-            reply = {"error": f"{type(error).__name__}: {error}"}
-        # A step during which the process limit refused forks (a fork bomb) is reported as
-        # such: the sandbox cannot be trusted to run the next one.
-        refused = forks_refused() - refused_before
-        if "error" in reply and refused:
-            reply["error"] = f"the process limit was reached: {reply['error']}"
-        reply["forks_refused"] = refused
-        reply["id"] = request_id
-        sys.stdout.write(json.dumps(reply) + "\n")
-        sys.stdout.flush()
+    # The replies go to stdout itself: no child of the driver gets it (spawn gives them none).
+    runtime.serve(lambda request: handle(request, session), 1, error_key="error", count_forks=True)
 
 
 if __name__ == "__main__":
