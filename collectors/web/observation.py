@@ -137,8 +137,7 @@ def page_title(cdp: CDPSession, timeout_ms: float) -> str:
 SOON_TIMER_MS = 1000
 """A one-shot page timer set for at most this long holds the page unsettled until it fires."""
 
-PAGE_STATE_SCRIPT = """async () => {
-  const SOON_MS = __SOON_MS__;
+PAGE_STATE_SCRIPT = """async (soonMs) => {
   // First let the tasks the action queued run (on a starved renderer, the form submission an
   // Enter planned is still a queued task when the key press returns): two message hops go
   // behind them in the page's task queue. Message channels, not timers: the page's timers
@@ -172,7 +171,7 @@ PAGE_STATE_SCRIPT = """async () => {
     if (clock && clock._timers instanceof Map) {
       const now = clock.performanceNow();
       for (const timer of clock._timers.values()) {
-        if (timer.type === "Timeout" && timer.delay <= SOON_MS && timer.callAt - now <= SOON_MS)
+        if (timer.type === "Timeout" && timer.delay <= soonMs && timer.callAt - now <= soonMs)
           state.timers.push(`${path}${timer.id}`);
       }
     }
@@ -181,7 +180,7 @@ PAGE_STATE_SCRIPT = """async () => {
   };
   look(window, "/");
   return state;
-}""".replace("__SOON_MS__", str(SOON_TIMER_MS))
+}"""
 """Reads whether the page is done: every readable document loaded, no finite CSS animation or
 transition running, no intercepted navigation under way, no short page timer pending, and how
 many elements it has."""
@@ -207,7 +206,7 @@ class PageState:
 
 def page_state(cdp: CDPSession, timeout_ms: float) -> PageState | None:
     """Read :class:`PageState`; None if the page did not answer (it navigated, or was busy)."""
-    value = _call(cdp, PAGE_STATE_SCRIPT, timeout_ms)
+    value = _call(cdp, PAGE_STATE_SCRIPT, timeout_ms, SOON_TIMER_MS)
     if not isinstance(value, dict):
         return None
     return PageState(

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,9 +11,12 @@ from hypothesis import strategies as st
 from worldtrace.collectors.terminal import IMAGE, TerminalConfig, TerminalEnvironment, actions
 from worldtrace.collectors.terminal.actions import command, is_key_name, keys, render_keys, wait
 from worldtrace.collectors.terminal.screen import plain_screen
+from worldtrace.sandboxes import driver_runtime
 
 
-def load_driver():
+def load_driver(monkeypatch: pytest.MonkeyPatch):
+    """The image's driver loaded on the host, importing the runtime the image copies beside it."""
+    monkeypatch.setitem(sys.modules, "driver_runtime", driver_runtime)
     spec = importlib.util.spec_from_file_location("tmux_driver", IMAGE.folder / "tmux_driver.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -29,8 +33,8 @@ def test_literal_text(item):
     assert not is_key_name(item)
 
 
-def test_the_driver_in_the_image_classifies_keys_like_the_package():
-    driver = load_driver()
+def test_the_driver_in_the_image_classifies_keys_like_the_package(monkeypatch):
+    driver = load_driver(monkeypatch)
     assert set(actions.NAMED_KEYS) == driver.NAMED_KEYS
     samples = ["Enter", "C-c", "M-x", "F12", "ls -la", "C-cat", "x", "S-Tab", ";", "Escape"]
     assert [driver.is_key_name(s) for s in samples] == [is_key_name(s) for s in samples]

@@ -49,10 +49,7 @@ import stat
 import sys
 import time
 
-try:
-    import driver_runtime as runtime
-except ImportError:  # loaded on the host from the source tree (tests): the package's copy
-    from worldtrace.sandboxes import driver_runtime as runtime
+import driver_runtime as runtime
 
 SESSION = "%0"
 """The pane the agent's shell runs in: the first pane of the server (targeted by its id)."""
