@@ -55,12 +55,14 @@ from worldtrace.schemas.raw import RawObservation
 
 OBSERVATION_VERSION = "2"
 """What the observation text holds; recorded in the environment identity (``describe()``)."""
-SETTLE_VERSION = "2"
+SETTLE_VERSION = "3"
 """When the driver reads a step's observation (its settling rules); in the identity too.
 
 2: a program the input started is waited for until its AT-SPI frame shows and is filled, the
 pointer's tooltip delay (HOVER_S) and a first reaction (REACTION_S) are waited for, and the
 dock shows no tooltips (desktop_driver.py). Runs recorded before carry no such field.
+3: a normal or dialog window the input made the window manager manage is waited for until
+openbox focused it or marked it as demanding attention.
 """
 
 

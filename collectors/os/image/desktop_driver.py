@@ -108,8 +108,13 @@ Requests and replies:
       and no program the input started (a dock button, a command typed in a terminal) that
       uses X (libX11 or libxcb mapped) is still without a managed window or (given
       NO_ACCESSIBILITY_GRACE_S without AT-SPI) without a showing, non-empty frame in the AT-SPI
-      tree, and, after pointer input, at least HOVER_S = 0.8 s (a tooltip's delay), and while
-      nothing at all happened since the input at least REACTION_S = 1 s, at most
+      tree, and no application shows a top-level window (an AT-SPI child of the application
+      other than a menu's or tooltip's) that openbox does not manage yet, and no normal or
+      dialog window managed since the input (a dialog it opened) is still neither active nor
+      marked _NET_WM_STATE_DEMANDS_ATTENTION (openbox does one of the two with every such
+      window), and, after pointer input, at least HOVER_S = 0.8 s (a
+      tooltip's delay), and while nothing at all happened since the input at least
+      REACTION_S = 1 s, at most
       ``settle_cap_s``: a starting application is quiet while it loads. WAIT settles for
       exactly ``settle_cap_s`` (a pause); DONE and FAIL do not settle.
       With "budget_s" (the seconds the host gives the whole call: the step's time left), the
@@ -198,6 +203,8 @@ LAUNCH_TIMEOUT_S = 45.0
 SESSION_START_TIMEOUT_S = 15.0
 POLL_S = 0.02
 POPUP_MIN_SIZE = 4
+# The AT-SPI roles of an application's top-levels that the window manager never manages.
+POPUP_ROLES = frozenset({"window", "tool tip"})
 """Smaller override-redirect windows are helpers (GTK's 1x1 ones), not something shown."""
 OBSERVE_REREADS = 2
 """Times an observation is read again when the screen changed while it was read."""
@@ -635,6 +642,10 @@ class Desktop:
                 "_NET_CLIENT_LIST_STACKING",
                 "_NET_WM_STATE",
                 "_NET_WM_STATE_HIDDEN",
+                "_NET_WM_STATE_DEMANDS_ATTENTION",
+                "_NET_WM_WINDOW_TYPE",
+                "_NET_WM_WINDOW_TYPE_NORMAL",
+                "_NET_WM_WINDOW_TYPE_DIALOG",
                 "UTF8_STRING",
                 "AT_SPI_BUS",
             )
@@ -731,16 +742,25 @@ class Desktop:
         return changes
 
     def settle(
-        self, quiet_s: float, cap_s: float, before: set[int] | None = None, least_s: float = 0.0
+        self,
+        quiet_s: float,
+        cap_s: float,
+        before: set[int] | None = None,
+        least_s: float = 0.0,
+        windows_before: set[int] | None = None,
     ) -> float:
         """Wait until nothing happened for ``quiet_s`` (at most ``cap_s``); the time waited.
 
         With ``before`` (the user's processes before the input), a program started since then
         that is still on its way to a window keeps the desktop unsettled too
-        (:meth:`starting_programs`); nothing is settled before ``least_s`` (a tooltip's delay
-        after pointer input), nor, while nothing at all has happened since the input, before
-        REACTION_S: an application that takes longer than ``quiet_s`` to answer (a dialog
-        opening on a busy machine) was otherwise read before it answered, in some runs only.
+        (:meth:`starting_programs`); with ``windows_before`` (the managed windows' ids before
+        the input), so does a window managed since then that the window manager has not yet
+        focused or marked (:meth:`new_window_pending`), or one an application shows that it
+        has not managed yet (:meth:`unmanaged_window_shown`). Nothing is settled before ``least_s``
+        (a tooltip's delay after pointer input), nor, while nothing at all has happened since
+        the input, before REACTION_S: an application that takes longer than ``quiet_s`` to
+        answer (a dialog opening on a busy machine) was otherwise read before it answered, in
+        some runs only.
         """
         started = time.monotonic()
         last = started
@@ -757,6 +777,10 @@ class Desktop:
                 now - last >= quiet_s
                 and now - started >= max(least_s, 0.0 if reacted else REACTION_S)
                 and not (before and self.starting_programs(before, shown))
+                and not (
+                    windows_before is not None
+                    and (self.new_window_pending(windows_before) or self.unmanaged_window_shown())
+                )
             ):
                 return now - started
             time.sleep(POLL_S)
@@ -791,6 +815,72 @@ class Desktop:
                 else:
                     starting.add(pid)
         return starting
+
+    def unmanaged_window_shown(self) -> bool:
+        """Whether an application shows a top-level window that openbox does not manage yet.
+
+        GTK marks a window showing in AT-SPI when it asks for it to be mapped; openbox maps
+        and lists it (_NET_CLIENT_LIST) when it has managed it. An application's showing
+        top-levels other than popups ("window": menus; tooltips) are its managed windows, so
+        more of them than its managed windows means openbox is still to map one (a dialog the
+        input opened, while openbox was slow on a busy machine).
+        """
+        managed: dict[int | None, int] = {}
+        for window in self.client_windows():
+            pid = self.window_pid(window)
+            managed[pid] = managed.get(pid, 0) + 1
+        for app, _, pid in self.applications():
+            shown = 0
+            try:
+                for index in range(app.get_child_count()):
+                    child = app.get_child_at_index(index)
+                    if (
+                        child is not None
+                        and child.get_role_name() not in POPUP_ROLES
+                        and child.get_state_set().contains(self.Atspi.StateType.SHOWING)
+                    ):
+                        shown += 1
+            except self.GLib.Error:
+                continue  # a hung application: the tree read names it
+            if shown > managed.get(pid, 0):
+                return True
+        return False
+
+    def new_window_pending(self, before: set[int]) -> bool:
+        """Whether a normal or dialog window managed since ``before`` awaits openbox's focus.
+
+        With focusNew, openbox either focuses such a window or, when it prevents focus stealing,
+        marks it _NET_WM_STATE_DEMANDS_ATTENTION; until it has done one, the window is listed
+        but not active. Read in that moment, a dialog an action opened (gnumeric's font
+        picker) was active in one run's observation and not in the other's, and the walks
+        parted there. Settled once a new window is the active one, or each is marked.
+        """
+        from Xlib import error as xerror
+
+        new = [window for window in self.client_windows() if window.id not in before]
+        if not new:
+            return False
+        active = self.active_window()
+        if any(window.id == active for window in new):
+            return False
+        for window in new:
+            try:
+                kinds = window.get_full_property(self.atoms["_NET_WM_WINDOW_TYPE"], self.Xatom.ATOM)
+                state = window.get_full_property(self.atoms["_NET_WM_STATE"], self.Xatom.ATOM)
+            except xerror.XError:
+                continue  # gone while we looked
+            # No type is a normal window (EWMH); other types (splash, utility) openbox
+            # does not offer the focus, so nothing is awaited for them.
+            focusable = kinds is None or any(
+                self.atoms[name] in kinds.value
+                for name in ("_NET_WM_WINDOW_TYPE_NORMAL", "_NET_WM_WINDOW_TYPE_DIALOG")
+            )
+            marked = state is not None and (
+                self.atoms["_NET_WM_STATE_DEMANDS_ATTENTION"] in state.value
+            )
+            if focusable and not marked:
+                return True
+        return False
 
     # X11
 
@@ -1881,6 +1971,7 @@ class Driver:
             else:
                 self.desktop.activity()  # what happened before the action is not its effect
                 before = set(user_processes(os.getuid()))
+                windows_before = {window.id for window in self.desktop.client_windows()}
                 started = time.monotonic()
                 try:
                     self.actor.run(run, input_deadline)
@@ -1899,7 +1990,7 @@ class Driver:
                 if input_deadline is not None:
                     left = max(0.0, input_deadline - time.monotonic())
                     cap_s, least_s = min(cap_s, left), min(least_s, left)
-                settle_s = self.desktop.settle(quiet_s, cap_s, before, least_s)
+                settle_s = self.desktop.settle(quiet_s, cap_s, before, least_s, windows_before)
         started = time.monotonic()
         reply = self.desktop.observe(max_nodes)
         self.last_observe_s = time.monotonic() - started
