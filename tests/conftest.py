@@ -77,10 +77,56 @@ def _uses_server(item: pytest.Item) -> bool:
     return "prefect_server" in getattr(item, "fixturenames", ())
 
 
+IN_WORKER = "PYTEST_XDIST_WORKER" in os.environ
+"""Whether this process is one of the suite's parallel workers (`make test`: ``-n 2``)."""
+
+ONE_GROUP = {"web": "tests/web"}
+"""Folders whose modules all run in one worker, one after another: the web tests' host
+browsers and site containers (at most one of each at a time, as in a serial run)."""
+
+FIRST = ("tests/web", "tests/flows", "tests/os", "tests/mcp", "tests/swe", "tests/terminal")
+"""The folders whose tests take longest, in that order (docs/testing.md): the workers take
+them first, so that none is left to run alone at the end."""
+
+
+def xdist_group(item: pytest.Item) -> str:
+    """The work unit ``item`` belongs to under ``--dist loadgroup``: its module, or its folder's
+    single group (:data:`ONE_GROUP`). A module is never split, so its shared sandboxes are made
+    once."""
+    module = item.path.relative_to(REPO).as_posix()
+    for group, folder in ONE_GROUP.items():
+        if module.startswith(folder + "/"):
+            return group
+    return module
+
+
+def _rank(item: pytest.Item) -> int:
+    module = item.path.relative_to(REPO).as_posix()
+    return next(
+        (rank for rank, folder in enumerate(FIRST) if module.startswith(folder + "/")), len(FIRST)
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the test ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a parallel worker: group the tests by module (:func:`xdist_group`), the longest
+    folders first (`make test` passes ``--no-loadscope-reorder`` to keep this order)."""
+    if not IN_WORKER:
+        return
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
+    items.sort(key=_rank)  # stable: a module's tests keep their order
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the shared Prefect server now if a collected test needs it: its start (seconds of
-    imports and a database) then overlaps the tests before, and no test's time limit pays it."""
-    if not session.config.option.collectonly and any(map(_uses_server, session.items)):
+    imports and a database) then overlaps the tests before, and no test's time limit pays it.
+
+    Not in a parallel worker, which collects every test but runs only those it is sent: there
+    the first test that asks starts it."""
+    if IN_WORKER or session.config.option.collectonly:
+        return
+    if any(map(_uses_server, session.items)):
         _start_server()
 
 
@@ -100,8 +146,9 @@ def prefect_server() -> Iterator[str]:
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """Stop the shared Prefect server once no later test of this session uses it."""
-    if not _SERVER:
+    """Stop the shared Prefect server once no later test of this session uses it (a parallel
+    worker does not know which tests it will be sent: its server stops with the session)."""
+    if not _SERVER or IN_WORKER:
         return
     items = item.session.items
     later = items[items.index(item) + 1 :] if item in items else []

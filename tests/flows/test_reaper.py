@@ -15,7 +15,7 @@ import pytest
 
 from tests.processes import process_stats
 from worldtrace.flows.reaper import GRACE_S
-from worldtrace.sandboxes.docker import gc
+from worldtrace.sandboxes.docker import RUN_LABEL, gc
 
 
 def alive(pid: int) -> bool:
@@ -78,7 +78,7 @@ def test_a_killed_collection_leaves_no_temporary_prefect_api(
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env["PREFECT_HOME"] = str(tmp_path / "prefect")
     command = [sys.executable, "-m", "worldtrace.flows.cli", "collect", "terminal"]
-    command += ["--episodes", "1", "--out", str(tmp_path / "runs")]
+    command += ["--episodes", "1", "--out", str(tmp_path / "runs"), "--run-name", "reaped"]
     collect = subprocess.Popen(
         command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -96,4 +96,4 @@ def test_a_killed_collection_leaves_no_temporary_prefect_api(
         if collect.poll() is None:
             collect.kill()
             collect.wait()
-        gc()  # the killed run's sandbox (its owner is dead)
+        gc(labels={RUN_LABEL: "reaped"})  # the killed run's sandbox (its owner is dead)

@@ -690,14 +690,19 @@ def _labelled_container(
     return make(image, ["sleep", "120"], network_mode="none", labels=labels, **extra)
 
 
+GC_TEST = {"worldtrace.test": "gc"}
+"""The label of this module's gc containers: its sweeps leave other tests' (a parallel
+worker's killed run) alone."""
+
+
 def test_gc_removes_orphans_but_not_live_sandboxes(
     terminal_image: str, terminal_docker: docker.DockerClient
 ) -> None:
     orphan = _labelled_container(terminal_docker, terminal_image, _dead_pid())
     mine = _labelled_container(terminal_docker, terminal_image, os.getpid())
-    sandbox = DockerSandbox(terminal_image, labels={"worldtrace.test": "gc"}).start()
+    sandbox = DockerSandbox(terminal_image, labels=GC_TEST).start()
     try:
-        removed = gc()
+        removed = gc(labels=GC_TEST)
         assert orphan.id in removed
         assert gone(terminal_docker, orphan.id)
         assert mine.id not in removed
@@ -716,7 +721,7 @@ def test_gc_spares_a_live_owners_container_being_started(
 ) -> None:
     created = _labelled_container(terminal_docker, terminal_image, os.getpid(), start=False)
     try:
-        removed = gc()
+        removed = gc(labels=GC_TEST)
         assert created.id not in removed
     finally:
         with contextlib.suppress(docker.errors.NotFound):
