@@ -112,9 +112,8 @@ Requests and replies:
       other than a menu's or tooltip's) that openbox does not manage yet, and no normal or
       dialog window managed since the input (a dialog it opened) is still neither active nor
       marked _NET_WM_STATE_DEMANDS_ATTENTION (openbox does one of the two with every such
-      window), and, after pointer input, at least HOVER_S = 0.8 s (a
-      tooltip's delay), and while nothing at all happened since the input at least
-      REACTION_S = 1 s, at most
+      window), and, after pointer input, at least HOVER_S = 0.8 s (a tooltip's delay), and
+      while nothing at all happened since the input at least REACTION_S = 1 s, at most
       ``settle_cap_s``: a starting application is quiet while it loads. WAIT settles for
       exactly ``settle_cap_s`` (a pause); DONE and FAIL do not settle.
       With "budget_s" (the seconds the host gives the whole call: the step's time left), the
@@ -203,9 +202,10 @@ LAUNCH_TIMEOUT_S = 45.0
 SESSION_START_TIMEOUT_S = 15.0
 POLL_S = 0.02
 POPUP_MIN_SIZE = 4
-# The AT-SPI roles of an application's top-levels that the window manager never manages.
-POPUP_ROLES = frozenset({"window", "tool tip"})
 """Smaller override-redirect windows are helpers (GTK's 1x1 ones), not something shown."""
+POPUP_ROLES = frozenset({"window", "tool tip"})
+"""The AT-SPI roles of an application's top-levels that the window manager never manages
+(menus and tooltips)."""
 OBSERVE_REREADS = 2
 """Times an observation is read again when the screen changed while it was read."""
 SHOWN_CELL = 8
@@ -756,11 +756,11 @@ class Desktop:
         (:meth:`starting_programs`); with ``windows_before`` (the managed windows' ids before
         the input), so does a window managed since then that the window manager has not yet
         focused or marked (:meth:`new_window_pending`), or one an application shows that it
-        has not managed yet (:meth:`unmanaged_window_shown`). Nothing is settled before ``least_s``
-        (a tooltip's delay after pointer input), nor, while nothing at all has happened since
-        the input, before REACTION_S: an application that takes longer than ``quiet_s`` to
-        answer (a dialog opening on a busy machine) was otherwise read before it answered, in
-        some runs only.
+        has not managed yet (:meth:`unmanaged_window_shown`). Nothing is settled before
+        ``least_s`` (a tooltip's delay after pointer input), nor, while nothing at all has
+        happened since the input, before REACTION_S: an application that takes longer than
+        ``quiet_s`` to answer (a dialog opening on a busy machine) was otherwise read before it
+        answered, in some runs only.
         """
         started = time.monotonic()
         last = started
@@ -825,9 +825,14 @@ class Desktop:
         more of them than its managed windows means openbox is still to map one (a dialog the
         input opened, while openbox was slow on a busy machine).
         """
+        from Xlib import error as xerror
+
         managed: dict[int | None, int] = {}
         for window in self.client_windows():
-            pid = self.window_pid(window)
+            try:
+                pid = self.window_pid(window)
+            except xerror.XError:
+                continue  # gone while we looked
             managed[pid] = managed.get(pid, 0) + 1
         for app, _, pid in self.applications():
             shown = 0
