@@ -89,19 +89,22 @@ FIRST = ("tests/web", "tests/flows", "tests/os", "tests/mcp", "tests/swe", "test
 them first, so that none is left to run alone at the end."""
 
 
+def _module(item: pytest.Item) -> str:
+    return item.path.relative_to(REPO).as_posix()
+
+
 def xdist_group(item: pytest.Item) -> str:
     """The work unit ``item`` belongs to under ``--dist loadgroup``: its module, or its folder's
     single group (:data:`ONE_GROUP`). A module is never split, so its shared sandboxes are made
     once."""
-    module = item.path.relative_to(REPO).as_posix()
-    for group, folder in ONE_GROUP.items():
-        if module.startswith(folder + "/"):
-            return group
-    return module
+    module = _module(item)
+    return next(
+        (group for group, folder in ONE_GROUP.items() if module.startswith(folder + "/")), module
+    )
 
 
 def _rank(item: pytest.Item) -> int:
-    module = item.path.relative_to(REPO).as_posix()
+    module = _module(item)
     return next(
         (rank for rank, folder in enumerate(FIRST) if module.startswith(folder + "/")), len(FIRST)
     )
