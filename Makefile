@@ -2,15 +2,15 @@
 # so every target that needs Docker, the images or the venv depends on it.
 .PHONY: setup reference-envs demo test lint typecheck docs bench clean-sandboxes
 
-# Which domains' images setup builds (scripts/setup.sh): none by default, since a domain's
-# images are built the first time it is used; a target that needs them says which. A target's
-# value holds for its prerequisites, setup included.
-WORLDTRACE_IMAGES ?=
-demo bench: WORLDTRACE_IMAGES = terminal
-test: WORLDTRACE_IMAGES = all
+# Which domains setup prepares (scripts/setup.sh: their Debian packages and images): none by
+# default, since a domain's images are built the first time it is used; a target that needs
+# them says which. A target's value holds for its prerequisites, setup included.
+WORLDTRACE_DOMAINS ?=
+demo bench: WORLDTRACE_DOMAINS = terminal
+test: WORLDTRACE_DOMAINS = all
 
 setup:
-	@WORLDTRACE_IMAGES='$(WORLDTRACE_IMAGES)' bash scripts/setup.sh
+	@WORLDTRACE_DOMAINS='$(WORLDTRACE_DOMAINS)' bash scripts/setup.sh
 
 # The whole pipeline on a small terminal collection: collect in real containers, curate with
 # datatrove, publish a Hub-layout folder to dist/demo, then print its summary. Each demo starts

@@ -1,10 +1,10 @@
 """What a domain needs on the machine, and how `worldtrace doctor` checks it.
 
 A domain declares its :class:`Requirements` (Debian packages, sandbox images, any further
-checks) on its collector; `make setup` installs the packages, the first `worldtrace collect`
-of a domain builds the images its configuration uses (`make setup` with
-``WORLDTRACE_IMAGES=all`` builds every domain's, for the tests), and `worldtrace doctor`
-checks them, so none of them keeps a list of its own.
+checks) on its collector; `make setup WORLDTRACE_DOMAINS=<domain>` installs its packages (plain
+`make setup` only the core's), the first `worldtrace collect` of a domain builds the images
+its configuration uses (``WORLDTRACE_DOMAINS=all`` installs and builds every domain's, for the
+tests), and `worldtrace doctor` checks them, so none of them keeps a list of its own.
 """
 
 from __future__ import annotations

@@ -139,6 +139,14 @@ def doctor(
             "--debian-packages", help="print the Debian packages setup installs, and nothing else"
         ),
     ] = False,
+    domains: Annotated[
+        str,
+        typer.Option(
+            "--domains",
+            help="with --debian-packages: the core's packages and those of these domains "
+            "('all', 'none', or names such as 'terminal web')",
+        ),
+    ] = "all",
     policy_config: Annotated[
         Path | None,
         typer.Option(
@@ -152,7 +160,7 @@ def doctor(
     from worldtrace.flows import doctor as checks_module
 
     if debian_packages:
-        print(" ".join(checks_module.debian_packages()))
+        print(" ".join(checks_module.debian_packages(domains)))
         return
     if policy_config is not None:
         params = checks_module.policy_params(policy_config)

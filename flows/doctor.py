@@ -18,18 +18,19 @@ import sys
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from rich.table import Table
 from rich.text import Text
 
-from worldtrace.collectors.registry import registered_collectors
+from worldtrace.collectors.registry import get_collector, registered_collectors
 from worldtrace.collectors.requirements import Check
 from worldtrace.sandboxes.images import ImageDefinition
 from worldtrace.schemas.errors import ConfigError, SetupError, validation_problems
 
 if TYPE_CHECKING:
+    from worldtrace.collectors.base import Collector
     from worldtrace.collectors.llm.params import LLMParams
 
 # Python distributions whose versions matter to the pipeline.
@@ -56,12 +57,58 @@ MIN_FREE_GB = 5.0
 _PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
 
-def debian_packages() -> list[str]:
-    """The Debian packages the core and every registered domain need, without repeats."""
+def set_up_command(domain: str) -> str:
+    """The command that installs ``domain``'s Debian packages and builds its images."""
+    return f"make setup WORLDTRACE_DOMAINS={domain}"
+
+
+def chosen_collectors(domains: str) -> list[Collector[Any, Any]]:
+    """The registered domains ``domains`` names, as setup's ``WORLDTRACE_DOMAINS`` does.
+
+    ``"all"``: every registered domain; ``""`` or ``"none"``: none; otherwise domain names
+    separated by spaces or commas (``UnknownDomainError`` for one that is not registered).
+    """
+    names = domains.replace(",", " ").split()
+    if names == ["all"]:
+        return registered_collectors()
+    if names in ([], ["none"]):
+        return []
+    return [get_collector(name) for name in dict.fromkeys(names)]
+
+
+def debian_packages(domains: str = "all") -> list[str]:
+    """The Debian packages the core needs, then those of ``domains``, without repeats.
+
+    ``domains`` as :func:`chosen_collectors` reads it; by default every registered domain's.
+    """
     wanted = list(CORE_DEBIAN_PACKAGES)
-    for collector in registered_collectors():
+    for collector in chosen_collectors(domains):
         wanted += [p for p in collector.requirements.debian_packages if p not in wanted]
     return wanted
+
+
+def _installed_version(package: str) -> str | None:
+    """The installed version of a Debian package, or None when it is not installed."""
+    result = subprocess.run(
+        ["dpkg-query", "-W", "-f", "${Status}\t${Version}", package],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    status, _, version = result.stdout.partition("\t")
+    return version if result.returncode == 0 and status.endswith(" installed") else None
+
+
+def _domains_without_packages() -> set[str]:
+    """The registered domains a Debian package of which is not installed here."""
+    if shutil.which("dpkg-query") is None:
+        return set()  # not Debian: the domain's own checks say what is missing
+    return {
+        c.domain
+        for c in registered_collectors()
+        if any(_installed_version(p) is None for p in c.requirements.debian_packages)
+    }
 
 
 def _images() -> list[ImageDefinition]:
@@ -144,6 +191,16 @@ def _python_packages() -> list[Check]:
 
 
 def _debian_packages() -> list[Check]:
+    """The core's packages must be installed; a domain's are installed by its own setup.
+
+    A domain's missing package is not a fault of the machine, as a domain's unbuilt image is
+    not: `make setup` installs the core's packages and only the named domains' (the demo's
+    terminal needs no browser), so the line says which command sets that domain up.
+    """
+    users: dict[str, list[str]] = {}
+    for collector in registered_collectors():
+        for package in collector.requirements.debian_packages:
+            users.setdefault(package, []).append(collector.domain)
     checks = []
     for package in debian_packages():
         name = f"debian package {package}"
@@ -151,18 +208,15 @@ def _debian_packages() -> list[Check]:
         if shutil.which("dpkg-query") is None:
             checks.append(Check(name, False, "dpkg-query not found: not a Debian system?", fix))
             continue
-        result = subprocess.run(
-            ["dpkg-query", "-W", "-f", "${Status}\t${Version}", package],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-        status, _, version = result.stdout.partition("\t")
-        if result.returncode == 0 and status.endswith(" installed"):
+        version = _installed_version(package)
+        if version is not None:
             checks.append(Check(name, True, version, None))
-        else:
+        elif package not in users:  # the core's
             checks.append(Check(name, False, "not installed", fix))
+        else:
+            setups = ", ".join(f"`{set_up_command(d)}`" for d in users[package])
+            detail = f"not installed; needed by {', '.join(users[package])}: {setups} as root"
+            checks.append(Check(name, True, detail, None))
     return checks
 
 
@@ -272,9 +326,18 @@ def _sandbox_disks() -> list[Check]:
 
 
 def _domain_checks() -> list[Check]:
-    """Each registered domain's own checks (beyond packages and images)."""
+    """Each registered domain's own checks (beyond packages and images).
+
+    A domain whose Debian packages are not installed is not set up here: one line says so
+    instead of its checks, which would only fail on what is missing.
+    """
     checks: list[Check] = []
+    not_set_up = _domains_without_packages()
     for collector in registered_collectors():
+        if collector.domain in not_set_up:
+            detail = f"not set up on this machine: `{set_up_command(collector.domain)}` as root"
+            checks.append(Check(f"{collector.domain}: set up", True, detail, None))
+            continue
         for check in collector.requirements.checks:
             name = f"{collector.domain}: {check.__name__}"  # if it raises, name it after itself
 

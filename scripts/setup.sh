@@ -5,14 +5,16 @@
 # when its work is already done, so a second run takes a few seconds:
 #   1. python3-venv, then .venv with the project installed by uv (reinstalled when
 #      pyproject.toml or setup.py changes)
-#   2. the Debian packages worldtrace and every registered domain need, as
-#      `worldtrace doctor --debian-packages` lists them (docker.io, debootstrap, e2fsprogs,
-#      chromium …)
+#   2. the Debian packages worldtrace needs (docker.io, debootstrap, e2fsprogs) and those of the
+#      domains named by $WORLDTRACE_DOMAINS (chromium for web), as
+#      `worldtrace doctor --debian-packages --domains …` lists them
 #   3. a running Docker engine (started here: there is no systemd)
-#   4. the base and clock images, and the images of the domains named by $WORLDTRACE_IMAGES
-#      (built when missing or stale): unset or empty, none (a domain's images are built the
-#      first time `worldtrace collect` uses them); "all", every registered domain's (the
-#      tests); or domain names, e.g. WORLDTRACE_IMAGES="terminal web".
+#   4. the base and clock images, and the images of the domains named by $WORLDTRACE_DOMAINS
+#      (built when missing or stale)
+# $WORLDTRACE_DOMAINS: unset or empty, none (a domain's images are then built the first time
+# `worldtrace collect` uses them; a domain with Debian packages of its own, web, needs
+# `make setup WORLDTRACE_DOMAINS=web` once); "all", every registered domain (the tests); or
+# domain names, e.g. WORLDTRACE_DOMAINS="terminal web".
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -82,8 +84,10 @@ else
     echo "installed in $((SECONDS - started)) s"
 fi
 
-# --- 2. Debian packages of worldtrace and its domains ------------------------------------------
-read -r -a packages <<<"$("$VENV/bin/worldtrace" doctor --debian-packages)"
+# --- 2. Debian packages of worldtrace and the named domains -------------------------------------
+# Only the named domains': Chromium and its 160 dependencies are 195 MB more to fetch and about
+# 90 s more on a fresh machine, for a demo that collects in a terminal.
+read -r -a packages <<<"$("$VENV/bin/worldtrace" doctor --debian-packages --domains "${WORLDTRACE_DOMAINS:-none}")"
 install_debian "${packages[@]}"
 
 # --- 3. Docker engine -----------------------------------------------------------------------
@@ -115,10 +119,10 @@ fi
 # --- 4. sandbox images ----------------------------------------------------------------------
 # One line per image; builds only what is missing or stale (see sandboxes/images.py), each
 # build's output in a log file under ~/.local/state/worldtrace/logs.
-case "${WORLDTRACE_IMAGES:-}" in
+case "${WORLDTRACE_DOMAINS:-}" in
     "" | none) "$VENV/bin/worldtrace" sandboxes build --base-only ;;
     all) "$VENV/bin/worldtrace" sandboxes build ;;
     # Unquoted on purpose: a list of domain names, one argument each.
     # shellcheck disable=SC2086
-    *) "$VENV/bin/worldtrace" sandboxes build $WORLDTRACE_IMAGES ;;
+    *) "$VENV/bin/worldtrace" sandboxes build $WORLDTRACE_DOMAINS ;;
 esac

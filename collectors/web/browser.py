@@ -187,7 +187,8 @@ def chromium_path() -> str:
     if found:
         return found
     raise BrowserUnavailable(
-        "Chromium is not installed: run `apt-get install chromium` (or `make setup`)"
+        "Chromium is not installed: run `make setup WORLDTRACE_DOMAINS=web` as root (or `apt-get "
+        "install chromium`)"
     )
 
 

@@ -197,8 +197,8 @@ def _make_dry_run(target: str) -> str:
 
 
 def test_make_targets_ask_setup_for_the_images_they_use() -> None:
-    assert "WORLDTRACE_IMAGES='' bash scripts/setup.sh" in _make_dry_run("setup")
-    assert "WORLDTRACE_IMAGES='terminal' bash scripts/setup.sh" in _make_dry_run("demo")
-    assert "WORLDTRACE_IMAGES='all' bash scripts/setup.sh" in _make_dry_run("test")
+    assert "WORLDTRACE_DOMAINS='' bash scripts/setup.sh" in _make_dry_run("setup")
+    assert "WORLDTRACE_DOMAINS='terminal' bash scripts/setup.sh" in _make_dry_run("demo")
+    assert "WORLDTRACE_DOMAINS='all' bash scripts/setup.sh" in _make_dry_run("test")
     setup = (REPO / "scripts" / "setup.sh").read_text()
     assert "sandboxes build --base-only" in setup

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from PIL import Image
 
 from worldtrace.collectors.recorder import read_episode
+from worldtrace.collectors.web import WebCollector, WebConfig, browser
 from worldtrace.schemas import Transition, from_row
 
 pytestmark = pytest.mark.docker
@@ -74,3 +76,16 @@ def test_collect_web_refuses_an_unknown_site_with_a_clear_error(tmp_path: Path) 
     )  # fmt: skip
     assert result.returncode == 2
     assert "nope" in result.stderr + result.stdout
+
+
+def test_without_chromium_a_web_collection_names_the_setup_that_installs_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A machine set up for the demo: `make setup` installs the core's packages only.
+    monkeypatch.setattr(browser, "CHROMIUM_CANDIDATES", ("/nonexistent/chromium",))
+    real_which = shutil.which
+    monkeypatch.setattr(
+        shutil, "which", lambda name, *a, **k: None if name == "chromium" else real_which(name)
+    )
+    with pytest.raises(browser.BrowserUnavailable, match="`make setup WORLDTRACE_DOMAINS=web`"):
+        WebCollector().preflight(WebConfig())
