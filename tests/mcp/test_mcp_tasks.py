@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.full_run import FULL
 from worldtrace.collectors.mcp.environment import McpConfig, McpEnvironment
 from worldtrace.collectors.mcp.servers import SERVERS
 from worldtrace.collectors.mcp.tasks import SERVER_MODULES, McpTask, load_tasks
@@ -38,7 +38,6 @@ SAMPLE = (
 """Tasks played by default: one per server, and a git task with setup."""
 
 LIBRARY = {task.name: task for task in load_tasks()}
-FULL = os.environ.get("WORLDTRACE_FULL_TASKS") == "1"
 
 
 def test_every_server_has_at_least_eight_tasks_with_unique_names() -> None:

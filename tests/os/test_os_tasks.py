@@ -7,12 +7,12 @@ with ``WORLDTRACE_FULL_TASKS=1``.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from typing import Any
 
 import pytest
 
+from tests.full_run import FULL
 from worldtrace.collectors.os import OsCollector
 from worldtrace.collectors.os.actions import action_calls, click
 from worldtrace.collectors.os.environment import OsConfig, OsEnvironment
@@ -37,7 +37,6 @@ SAMPLE = (
 """Tasks played by default: one per application, two for gnumeric (a formula saved and read
 back by ssconvert, a format read from the saved XML, a cut and paste between folders,
 on-screen buttons clicked)."""
-FULL = os.environ.get("WORLDTRACE_FULL_TASKS") == "1"
 
 
 def test_the_library_has_twenty_tasks_over_four_applications() -> None:

@@ -11,11 +11,11 @@ lost. The scripted task library is played here too: a sample by default, all of 
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import pytest
 
+from tests.full_run import FULL
 from worldtrace.collectors.base import HistoryItem, StepOutcome
 from worldtrace.collectors.search.actions import TOOLS, dict_memory, web_extractor, web_search
 from worldtrace.collectors.search.environment import SearchConfig, SearchEnvironment
@@ -40,7 +40,6 @@ SAMPLE = (
 )
 """Tasks played by default: one per collection, and tasks that search twice or use their memory
 more than once (names checked against the library below)."""
-FULL = os.environ.get("WORLDTRACE_FULL_TASKS") == "1"
 LIBRARY = {task.name: task for task in load_tasks()}
 
 

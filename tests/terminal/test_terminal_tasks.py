@@ -7,13 +7,13 @@ minutes).
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from importlib import import_module
 
 import pytest
 
+from tests.full_run import FULL
 from worldtrace.collectors.terminal import tasks
 from worldtrace.collectors.terminal.actions import is_key_name
 from worldtrace.collectors.terminal.tasks import CATEGORIES, TASKS, TerminalTask, task_by_name
@@ -37,7 +37,6 @@ SAMPLE = (
 )
 """Tasks played in a sandbox by default: one per category, each the one that exercises the
 most (a REPL, an editor, a pager, a merge conflict, a heredoc, an interrupted command)."""
-FULL = os.environ.get("WORLDTRACE_FULL_TASKS") == "1"
 
 INTERRUPTED_STEP_TIMEOUT_S = 3.0
 """The limit of a step whose command the task interrupts next: such a step always runs to its

@@ -9,12 +9,12 @@ site and category (:data:`SAMPLE`, 15 of 40); ``WORLDTRACE_FULL_TASKS=1`` plays 
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Iterator
 
 import pytest
 
+from tests.full_run import FULL
 from worldtrace.collectors.base import HistoryItem
 from worldtrace.collectors.web.axtree import flatten_axtree
 from worldtrace.collectors.web.environment import WebConfig, WebEnvironment
@@ -43,7 +43,6 @@ SAMPLE = (
 """Tasks played by default: one per site and category, each the longest or the one with the
 most kinds of action of its kind (a form with a select, a SQL query, a deletion, a search then
 a click on a result)."""
-FULL = os.environ.get("WORLDTRACE_FULL_TASKS") == "1"
 
 
 def test_each_site_has_ten_tasks_unique_names_and_all_categories_overall() -> None:
