@@ -3,20 +3,25 @@
 Each test resets real episodes (a fresh container, Xvfb, the AT-SPI bus, openbox, the launcher
 and the task's applications) and checks what the host records: the launched application in the
 first tree, a menu opened by a click, errors that change nothing, a home folder restored by a
-reset, and how an episode ends when the driver is lost.
+reset, and how an episode ends when the driver is lost. The tests that leave the desktop as they
+found it (the first observation, refused actions) share one desktop reset once for the module.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from worldtrace.collectors.base import StepOutcome
 from worldtrace.collectors.os.actions import click, hotkey, parse_action, write
 from worldtrace.collectors.os.environment import OsEnvironment
 from worldtrace.collectors.os.render import OsRenderer
 from worldtrace.collectors.os.tasks import load_tasks
 from worldtrace.schemas import Action
+from worldtrace.schemas.raw import RawObservation
 
 pytestmark = pytest.mark.docker
 
@@ -37,10 +42,41 @@ def find(tree: dict[str, Any] | None, role: str, name: str) -> dict[str, Any] | 
     return None
 
 
+@dataclass
+class SharedDesktop:
+    """A desktop reset once, with its first observation and the latest one it returned."""
+
+    env: OsEnvironment
+    first: RawObservation
+    last: RawObservation
+
+    def step(self, action: Action) -> StepOutcome:
+        """One step on the shared desktop; its observation becomes the latest."""
+        outcome = self.env.step(action, 30)
+        self.last = outcome.observation
+        return outcome
+
+
+@pytest.fixture(scope="module")
+def shared_desktop(os_image: str) -> Iterator[SharedDesktop]:
+    """The todo task's desktop, reset once, for the tests that leave it as they found it.
+
+    It is an environment of its own, so the tests that reset ``os_env`` never touch it.
+    """
+    # Shared: its tests only read the first observation or step refused actions (nothing
+    # changes), so one reset (a container and a desktop session, seconds) serves them all.
+    environment = OsEnvironment()
+    try:
+        first = environment.reset(0, TODO_TASK)
+        yield SharedDesktop(environment, first, first)
+    finally:
+        environment.close()
+
+
 def test_reset_shows_the_launched_editor_and_names_every_version(
-    os_env: OsEnvironment, os_image: str
+    shared_desktop: SharedDesktop, os_image: str
 ) -> None:
-    first = os_env.reset(0, TODO_TASK)
+    first = shared_desktop.first
     assert first["focused"] == {"app": "mousepad", "window": "~/Documents/todo.txt - Mousepad"}
     frame = find(first["tree"], "frame", "~/Documents/todo.txt - Mousepad")
     assert frame is not None and "showing" in frame["states"]
@@ -50,7 +86,7 @@ def test_reset_shows_the_launched_editor_and_names_every_version(
     assert "menu\tFile\t" in text and "push-button\tText Editor\t" in text
     assert "Buy milk" in text  # the document's text is the text view's row
     assert first["screenshot_png"] and first["screen"] == {"width": 1280, "height": 800}
-    identity = os_env.describe()
+    identity = shared_desktop.env.describe()
     assert identity.name == "os/desktop"
     assert identity.version == identity.components["image_digest"] == os_image
     for part in ("mousepad", "gnumeric", "pcmanfm", "galculator", "xvfb", "openbox", "pyautogui"):
@@ -83,15 +119,15 @@ def test_a_click_on_a_menu_opens_it_in_the_next_tree(os_env: OsEnvironment) -> N
     ],
 )
 def test_an_invalid_action_is_an_error_and_changes_nothing(
-    os_env: OsEnvironment, action: Action, error: str
+    shared_desktop: SharedDesktop, action: Action, error: str
 ) -> None:
-    first = os_env.reset(0, TODO_TASK)
-    outcome = os_env.step(action, 30)
+    before = shared_desktop.last  # the desktop just before this step (reset or a refused one)
+    outcome = shared_desktop.step(action)
     assert outcome.error and error in outcome.error
     assert not outcome.truncated and not outcome.terminated
-    assert outcome.observation["tree_digest"] == first["tree_digest"]
+    assert outcome.observation["tree_digest"] == before["tree_digest"]
     assert outcome.observation["unchanged"] is True
-    assert RENDER.observation(outcome.observation).text == RENDER.observation(first).text
+    assert RENDER.observation(outcome.observation).text == RENDER.observation(before).text
 
 
 def test_a_bad_statement_stops_the_script_there(os_env: OsEnvironment) -> None:
