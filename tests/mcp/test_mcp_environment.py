@@ -3,7 +3,8 @@
 Each test resets real episodes (a fresh container, the server started over stdio or streamable
 HTTP, an SDK session) and checks what the host records: the tool list and identity, results and
 errors as the server gives them, the state snapshot and its diff, and how an episode ends when
-the server dies, hangs or writes garbage.
+the server dies, hangs or writes garbage. Tests that only read share one reset episode per
+server and transport (``shared``); a test that changes or breaks its sandbox opens its own.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
-from worldtrace.collectors.base import StepOutcome
+from worldtrace.collectors.base import RawObservation, StepOutcome
 from worldtrace.collectors.mcp.environment import McpConfig, McpEnvironment
 from worldtrace.collectors.mcp.render import McpRenderer
 from worldtrace.collectors.mcp.servers import SERVERS
@@ -44,6 +45,43 @@ def open_env(opened: list[McpEnvironment], **config: Any) -> McpEnvironment:
     return environment
 
 
+Transport = Literal["stdio", "http"]
+SharedEnvironments = dict[tuple[str, Transport], tuple[McpEnvironment, RawObservation]]
+"""Reset environments by (server, transport), each with the observation its reset returned."""
+
+
+# Module-scoped because its users only read: each server's container starts once for all of them.
+@pytest.fixture(scope="module")
+def shared() -> Iterator[SharedEnvironments]:
+    """Episodes of the default config that this module's read-only tests share, closed at its end.
+
+    A test using one may call tools that change nothing in the server's world; anything that
+    changes or breaks the sandbox opens its own environment with :func:`open_env`.
+    """
+    opened: SharedEnvironments = {}
+    yield opened
+    for environment, _ in opened.values():
+        environment.close()
+
+
+def open_shared(
+    opened: SharedEnvironments, server: str, transport: Transport = "stdio"
+) -> tuple[McpEnvironment, RawObservation]:
+    """The shared episode of ``server`` over ``transport`` and its reset's observation.
+
+    Reset on first use, whichever test comes first, so any selection of tests works.
+    """
+    key = (server, transport)
+    if key not in opened:
+        environment = McpEnvironment(McpConfig(server=server, transport=transport))
+        try:
+            opened[key] = (environment, environment.reset(0, None))
+        except BaseException:
+            environment.close()
+            raise
+    return opened[key]
+
+
 def step(
     env: McpEnvironment, name: str, arguments: dict[str, Any], timeout: float = 30
 ) -> StepOutcome:
@@ -62,13 +100,12 @@ def text(outcome: StepOutcome) -> str:
 )
 def test_each_server_lists_its_tools_and_its_identity(
     server: str,
-    transport: str,
+    transport: Transport,
     mcp_image: str,
     datasette_image: str,
-    environments: list[McpEnvironment],
+    shared: SharedEnvironments,
 ) -> None:
-    env = open_env(environments, server=server, transport=transport)
-    first = env.reset(0, None)
+    env, first = open_shared(shared, server, transport)
     recorded = json.loads((TOOL_LISTS / f"{server}.json").read_text())
     names = [tool["name"] for tool in first["tools"]]
     assert names == [tool["name"] for tool in recorded["tools"]]
@@ -130,10 +167,9 @@ def test_a_write_then_a_read_returns_it_and_reset_restores_the_seed(
 
 
 def test_invalid_calls_get_the_servers_own_error_and_change_nothing(
-    mcp_image: str, environments: list[McpEnvironment]
+    mcp_image: str, shared: SharedEnvironments
 ) -> None:
-    env = open_env(environments, server="memory")
-    env.reset(0, None)
+    env, _ = open_shared(shared, "memory")
     wrong = step(env, "create_entities", {"entities": [{"name": 3}]})
     assert wrong.observation["schema_problems"]  # our check saw it, and sent it anyway
     assert "[tool error]" in text(wrong) or "JSON-RPC error" in (wrong.error or "")
@@ -187,10 +223,9 @@ def test_git_branch_and_checkout_show_in_the_state(
 
 
 def test_postgres_answers_sql_and_refuses_writes_with_its_own_error(
-    mcp_image: str, environments: list[McpEnvironment]
+    mcp_image: str, shared: SharedEnvironments
 ) -> None:
-    env = open_env(environments, server="postgres")
-    env.reset(0, None)
+    env, _ = open_shared(shared, "postgres")
     counted = step(env, "query", {"sql": "SELECT count(*) AS n FROM customers"})
     assert counted.error is None and '"120"' in text(counted)
     write = step(env, "query", {"sql": "DELETE FROM reviews"})
@@ -200,10 +235,9 @@ def test_postgres_answers_sql_and_refuses_writes_with_its_own_error(
 
 
 def test_fetch_reads_the_local_site_and_nothing_else(
-    mcp_image: str, datasette_image: str, environments: list[McpEnvironment]
+    mcp_image: str, datasette_image: str, shared: SharedEnvironments
 ) -> None:
-    env = open_env(environments, server="fetch")
-    env.reset(0, None)
+    env, _ = open_shared(shared, "fetch")
     page = step(env, "fetch", {"url": "http://127.0.0.1/"})
     assert page.error is None and "Riverside Public Library" in text(page)
     assert page.observation["stderr"]  # the server's own warnings are kept in the raw record
@@ -213,10 +247,9 @@ def test_fetch_reads_the_local_site_and_nothing_else(
 
 
 def test_everything_over_streamable_http_answers_calls(
-    mcp_image: str, environments: list[McpEnvironment]
+    mcp_image: str, shared: SharedEnvironments
 ) -> None:
-    env = open_env(environments, server="everything", transport="http")
-    env.reset(0, None)
+    env, _ = open_shared(shared, "everything", "http")
     echoed = step(env, "echo", {"message": "über http"})
     assert "über http" in text(echoed)
     assert any(m["dir"] == "recv" for m in echoed.observation["messages"])
