@@ -91,5 +91,10 @@ def test_without_chromium_a_web_collection_names_the_setup_that_installs_it(
     monkeypatch.setattr(
         shutil, "which", lambda name, *a, **k: None if name == "chromium" else real_which(name)
     )
-    with pytest.raises(browser.BrowserUnavailable, match="`make setup WORLDTRACE_DOMAINS=web`"):
-        WebCollector().preflight(WebConfig())
+    # The path is looked up once per process: forget it here, and again for the tests after.
+    browser.chromium_path.cache_clear()
+    try:
+        with pytest.raises(browser.BrowserUnavailable, match="`make setup WORLDTRACE_DOMAINS=web`"):
+            WebCollector().preflight(WebConfig())
+    finally:
+        browser.chromium_path.cache_clear()
