@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
+import time
 
 from worldtrace.sandboxes.cgroups import MemoryCgroup, remove_stale
 
@@ -40,15 +40,17 @@ def test_a_process_past_the_cap_is_killed_and_counted() -> None:
 def test_kill_ends_every_process_and_the_group_can_then_be_removed() -> None:
     group = MemoryCgroup("test", 64 << 20)
     sleeper = subprocess.Popen(
-        ["sh", "-c", f"echo $$ > {group.procs_file} && sleep 300 & sleep 300 & wait"],
+        ["sh", "-c", f"echo $$ > {group.procs_file}; sleep 300 & sleep 300 & wait"],
         start_new_session=True,
     )
     try:
-        for _ in range(100):
-            if len(group.pids()) >= 3:
-                break
-            sleeper.poll()
-            os.sched_yield()
+        # The shell joins, then starts both sleeps in the group. Waited for by time: a bounded
+        # number of yields passed in microseconds under load, before the shell had joined (with
+        # `&&` the join itself ran in the background), and the empty group was removed.
+        deadline = time.monotonic() + 30
+        while len(group.pids()) < 3:
+            assert sleeper.poll() is None and time.monotonic() < deadline, group.pids()
+            time.sleep(0.01)
         assert not group.remove(0.2)  # still in use
         group.kill()
         sleeper.wait(timeout=10)
