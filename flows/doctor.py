@@ -9,6 +9,7 @@ checks) is asked of the registered domains, and `make setup` installs from the s
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import re
@@ -87,8 +88,13 @@ def debian_packages(domains: str = "all") -> list[str]:
     return wanted
 
 
+@functools.cache
 def _installed_version(package: str) -> str | None:
-    """The installed version of a Debian package, or None when it is not installed."""
+    """The installed version of a Debian package, or None when it is not installed.
+
+    Cached: one report asks for each domain package twice (its line, and whether the domain
+    is set up), and packages are not installed while `worldtrace doctor` runs.
+    """
     result = subprocess.run(
         ["dpkg-query", "-W", "-f", "${Status}\t${Version}", package],
         capture_output=True,
