@@ -11,7 +11,9 @@ For each page it opens a fresh ``BrowserEnv`` with BrowserGym's defaults (the ta
 ``pre_observation_delay`` after each action are set to 0 and the Playwright ``timeout`` to
 30 s, which change no observation this probe reads: the first observation comes from the
 reset, which never waits, and a probed click is cancelled, so the page it leaves is the one it
-found) and writes one JSON line:
+found; before each click the probe waits for the page's finite animations to end, as our
+environment does, since BrowserGym's 500 ms click limit fails on a moving element under load)
+and writes one JSON line:
 BrowserGym's tree text (``flatten_axtree_to_str`` with and without ``with_visible``), the
 DOM path of each marked element, and for each requested ``click('<bid>')`` the DOM path of
 the element the click reached (a capturing listener records the click's target and cancels
@@ -29,7 +31,11 @@ from typing import Any
 import browsergym.core.env as bgym_env
 from browsergym.core.task import AbstractBrowserTask
 from browsergym.utils.obs import flatten_axtree_to_str
-from probe_scripts import CATCH_CLICK_JS, DOM_PATHS_JS  # this folder: sys.path[0]
+from probe_scripts import (  # this folder: sys.path[0]
+    ANIMATIONS_DONE_JS,
+    CATCH_CLICK_JS,
+    DOM_PATHS_JS,
+)
 
 
 class OpenPage(AbstractBrowserTask):
@@ -81,6 +87,7 @@ def probe(url: str, clicks: list[str]) -> dict[str, Any]:
             "clicks": {},
         }
         for bid in clicks:
+            page.wait_for_function(ANIMATIONS_DONE_JS)
             page.evaluate(DOM_PATHS_JS)
             page.evaluate(CATCH_CLICK_JS)
             obs, *_ = env.step(f"click({bid!r})")

@@ -4,6 +4,9 @@
 which names the same element in two browsers that loaded the same page. ``CATCH_CLICK_JS``
 installs a capturing click listener that records the path of the click's target and cancels
 the click, so an action's reach can be compared without the page navigating away.
+``ANIMATIONS_DONE_JS`` is true once no finite CSS animation or transition runs (the rule our
+environment settles by): BrowserGym's reset does not wait for TiddlyWiki's story river to
+open, and its click gives up after 500 ms on an element that is "not stable".
 """
 
 DOM_PATHS_JS = """() => {
@@ -33,3 +36,8 @@ CATCH_CLICK_JS = """() => {
         event.stopImmediatePropagation();
     }, true);
 }"""
+
+ANIMATIONS_DONE_JS = """() => document.getAnimations().every((animation) => {
+    if (animation.playState !== 'running' || !animation.effect) return true;
+    return !Number.isFinite(animation.effect.getComputedTiming().endTime);
+})"""
