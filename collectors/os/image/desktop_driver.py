@@ -82,8 +82,11 @@ Requests and replies:
       Terminal: lxterminal), then each ``launch`` argv in /home/user with GTK accessibility on
       (GTK_MODULES=gail:atk-bridge). Waits until each launched process (or a child of it) has
       a window openbox manages and, unless it has no AT-SPI (e.g. xterm), a showing frame in the
-      AT-SPI tree, and until one of the launched programs' windows is the active one (the
-      first keys of a task go to it: a frame shows before openbox maps and focuses it); at
+      AT-SPI tree, and until its window is the active one (the first keys of a task go to it:
+      a frame shows before openbox maps and focuses it) and above the other launched programs'
+      windows in the stacking order (openbox raises what it focuses, but a read between the two
+      listed a maximized, active window as hidden); the programs start one after another, each
+      once the one before is shown (started together, whichever mapped last was on top); at
       most LAUNCH_TIMEOUT_S = 45 s in all, then lets the desktop settle (the defaults below)
       and observes. A launch that fails or shows no window in time is a driver_error (and the
       session is stopped); a second start without a stop too.
@@ -1035,6 +1038,18 @@ class Desktop:
         )
         return [int(wid) for wid in reversed(prop.value)] if prop is not None else []
 
+    def is_above(self, window_id: int, others: list[int]) -> bool:
+        """Whether ``window_id`` is listed in the stacking order above every one of ``others``."""
+        stacking = self.stacking()
+        if window_id not in stacking:
+            return False
+        place = stacking.index(window_id)
+        return all(
+            other == window_id or place < stacking.index(other)
+            for other in others
+            if other in stacking
+        )
+
     def minimized(self, window: Any) -> bool:
         """Whether the window manager hides the window (_NET_WM_STATE_HIDDEN: minimized)."""
         prop = window.get_full_property(self.atoms["_NET_WM_STATE"], self.Xatom.ATOM)
@@ -1866,12 +1881,15 @@ class Driver:
             programs = [(["/usr/bin/python3", str(LAUNCHER)], "launcher")]
             programs += [(argv, Path(argv[0]).name) for argv in launch]
             waiting = []
+            deadline = time.monotonic() + LAUNCH_TIMEOUT_S
+            # One after another: started together, whichever mapped last took the focus and
+            # the top of the stack, so the first observation differed from run to run.
             for argv, name in programs:
                 try:
                     waiting.append((argv, self.session.spawn(argv, name)))
                 except OSError as error:
                     raise DriverError(f"cannot launch {argv}: {error}") from None
-            self.wait_for_windows(desktop, waiting, time.monotonic() + LAUNCH_TIMEOUT_S)
+                self.wait_for_windows(desktop, waiting, deadline)
             desktop.launched = launched_programs(waiting[1:])
             self.desktop = desktop
             self.actor = Actor(desktop.width, desktop.height)
@@ -1888,7 +1906,7 @@ class Driver:
     def wait_for_windows(
         desktop: Desktop, waiting: list[tuple[list[str], subprocess.Popen[bytes]]], deadline: float
     ) -> None:
-        """Wait until every program shows a window and a launched one has the focus.
+        """Wait until every program shows a window and the last one has the focus on top.
 
         See the module docstring; the launcher dock, first in ``waiting``, never takes it.
         """
@@ -1909,6 +1927,7 @@ class Driver:
                 pids = view_pids(ours)
                 if index:
                     launched_pids |= pids
+                newest_pids = pids
                 accessible = [app for app, _, pid in applications if pid in pids]
                 framed = any(desktop.shows_frame(app) for app in accessible)
                 if accessible:
@@ -1924,7 +1943,12 @@ class Driver:
                     )
                 lacks = "window openbox manages" if framed else "window"
                 still.append((argv, lacks))
-            focused = not focus_wanted or window_pid.get(desktop.active_window()) in launched_pids
+            active = desktop.active_window()
+            active_pid = window_pid.get(active)
+            others = [w for w, pid in window_pid.items() if pid in launched_pids - {active_pid}]
+            focused = not focus_wanted or (
+                active_pid in newest_pids and desktop.is_above(active, others)
+            )
             if not still and focused:
                 return
             if time.monotonic() > deadline:
@@ -1932,7 +1956,7 @@ class Driver:
                 raise DriverError(
                     f"after {LAUNCH_TIMEOUT_S:g} s, {names}"
                     if still
-                    else f"no launched program's window took the focus in {LAUNCH_TIMEOUT_S:g} s"
+                    else f"{waiting[-1][0]} did not take the focus on top in {LAUNCH_TIMEOUT_S:g} s"
                 )
             time.sleep(0.05)
 
