@@ -23,6 +23,7 @@ from tests.collecting import curate_and_publish, episode_rewards, rows_of
 from tests.llm_collecting import (
     assert_completed,
     assert_gave_up,
+    collect_here,
     llm_config,
     publish_and_export,
     read_run,
@@ -45,12 +46,19 @@ def _collect(
     prefect_server: str,
     params: dict[str, Any] | None = None,
     extra_env: dict[str, str] | None = None,
+    *,
+    process: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """``worldtrace collect terminal --policy llm`` with the params (base URL too) in its config."""
+    """``worldtrace collect terminal --policy llm`` with the params (base URL too) in its config.
+
+    In this process (:func:`collect_here`), or with ``process`` in a process of its own, for
+    the tests about what the process prints.
+    """
     params = {"base_url": server_url, "max_retries": 2, **(params or {})}
     config = llm_config("terminal", tmp_path, "llm", tasks=[TASK], params=params, max_steps=8)
     env = {"WORLDTRACE_LOG_DIR": str(tmp_path / "logs"), **(extra_env or {})}
-    return run_collect(tmp_path, prefect_server, config, extra_env=env)
+    collect = run_collect if process else collect_here
+    return collect(tmp_path, prefect_server, config, extra_env=env)
 
 
 def _raw_events(run_dir: Path) -> list[dict[str, Any]]:
@@ -75,6 +83,7 @@ def test_replies_become_actions_and_rows_say_what_each_call_cost(
             prefect_server,
             {"model": MODEL},
             extra_env={"OPENAI_API_KEY": KEY},
+            process=True,  # what the process prints is checked for the key
         )
         requests = server.chat_requests()
         completions = list(server.completions)
@@ -195,7 +204,8 @@ def test_exhausted_retries_stop_the_run_resumable_and_the_resume_records_it_once
         {"content": "echo done<Enter>"},
     ]
     with StandInModelServer(replies, then={"content": "DONE"}) as server:
-        stopped = _collect(tmp_path, server.url, prefect_server)
+        # In a process of its own: what it prints (no traceback) is checked.
+        stopped = _collect(tmp_path, server.url, prefect_server, process=True)
         resumed = _collect(tmp_path, server.url, prefect_server)
     assert stopped.returncode == 1
     assert "the model server did not answer" in stopped.stderr
@@ -248,7 +258,7 @@ def test_explore_mode_pursues_no_library_task(tmp_path: Path, prefect_server: st
     with StandInModelServer([{"content": "ls<Enter>"}]) as server:
         params = {"base_url": server.url, "mode": "explore"}
         config = llm_config("terminal", tmp_path, "explore", params=params)
-        result = run_collect(tmp_path, prefect_server, config)
+        result = collect_here(tmp_path, prefect_server, config)
         (request, _) = server.chat_requests()
     assert result.returncode == 0, result.stderr
     (row,) = rows_of(tmp_path / "runs" / "explore", "terminal")

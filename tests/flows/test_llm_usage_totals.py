@@ -9,8 +9,6 @@ none. ``worldtrace doctor --policy-config`` says the model answers, or why not.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +20,9 @@ import yaml
 from typer.testing import CliRunner
 
 from tests.collecting import invoke
+from tests.llm_collecting import worldtrace_here
 from tests.llm_server import MODEL, StandInModelServer
-from tests.prefect_server import client_env, free_port
+from tests.prefect_server import free_port
 from worldtrace.collectors.llm.params import Prices
 from worldtrace.flows.cli import app
 
@@ -53,14 +52,10 @@ class LLMRun:
 
 
 def _collect(folder: Path, prefect_url: str, *args: str) -> str:
-    """``worldtrace collect terminal ARGS`` in a process of its own, against the test server."""
-    result = subprocess.run(
-        [sys.executable, "-m", "worldtrace.flows.cli", "collect", "terminal", *args],
-        env=client_env(prefect_url) | WIDE | {"WORLDTRACE_LOG_DIR": str(folder / "logs")},
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    """``worldtrace collect terminal ARGS`` against the test server, in this process (what it
+    prints is the command's, not its process's: tests/llm_collecting.py)."""
+    env = WIDE | {"WORLDTRACE_LOG_DIR": str(folder / "logs")}
+    result = worldtrace_here(prefect_url, "collect", "terminal", *args, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
