@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,6 +70,14 @@ def _start_server() -> ServerProcess:
 
 
 def _stop_server() -> None:
+    if _SERVER and "prefect" in sys.modules:
+        # Logs and events this process's flows queued for the server go out while it still
+        # answers: at this process's exit Prefect's client would try it for a minute.
+        from prefect.events.worker import EventsWorker
+        from prefect.logging.handlers import APILogWorker
+
+        APILogWorker.drain_all()
+        EventsWorker.drain_all()
     while _SERVER:
         _SERVER.pop().stop()
 
