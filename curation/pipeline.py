@@ -44,7 +44,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -337,6 +336,11 @@ def _merge_episodes(inputs: list[CurationInput]) -> pa.Table | None:
     if not tables:
         return None
     merged = pa.concat_tables(tables, promote_options="default")
+    # Imported here, as in .storage and .stats, so that datatrove's workers (and the
+    # forkserver they are forked from, see _LocalExecutor) never import polars or start its
+    # threads: only this process runs polars.
+    import polars as pl
+
     # A column gives a Series; pyarrow has no types here, so polars' overload cannot tell.
     ids = cast(pl.Series, pl.from_arrow(merged["episode_id"]))
     first = ids.is_first_distinct().to_arrow()
@@ -406,6 +410,14 @@ def _children_die_with_parent() -> None:
 install_log_routing()
 
 
+_FORKSERVER_PRELOAD = [
+    "__main__",
+    "worldtrace.curation.forkserver_preload",
+    "worldtrace.curation.pipeline",
+]
+"""What ``multiprocess``'s forkserver imports as it starts, in order (:class:`_LocalExecutor`)."""
+
+
 class _LocalExecutor(LocalPipelineExecutor):
     """datatrove's local executor whose pool workers end with the process that made them.
 
@@ -413,6 +425,15 @@ class _LocalExecutor(LocalPipelineExecutor):
     ``exec``, so the fork hook above does not reach them: the forkserver loads
     :mod:`worldtrace.curation.forkserver_preload` first, which makes the kernel kill it when
     curate dies and each worker when the forkserver dies.
+
+    The forkserver then imports this module, and with it every step's module, datatrove and
+    pyarrow: each stage starts a new pool, and each of its workers, forked from the
+    forkserver, starts with them imported instead of importing them itself (about 2 s of CPU
+    per worker and stage, which made the pool's start the longest part of a small stage).
+    The forkserver runs none of their code. polars stays out of it (curate alone imports it):
+    its import starts threads, and a worker forked while one of them held a lock would
+    inherit the lock held for good (pyarrow's allocator, whose import starts a thread too,
+    takes its locks around a fork). It lasts for one curation (:func:`_stop_forkserver_in`).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -420,9 +441,7 @@ class _LocalExecutor(LocalPipelineExecutor):
         if self.start_method == "forkserver":
             import multiprocess
 
-            multiprocess.get_context("forkserver").set_forkserver_preload(
-                ["__main__", "worldtrace.curation.forkserver_preload"]
-            )
+            multiprocess.get_context("forkserver").set_forkserver_preload(_FORKSERVER_PRELOAD)
 
 
 _MAX_SOCKET_FOLDER = 70
@@ -436,7 +455,8 @@ def _multiprocess_tempdir(paths: _Paths) -> Iterator[None]:
     It holds the manager's and forkserver's sockets: under the output's work folder when that
     is on the local disk and its path is short enough for a Unix socket address (108 bytes),
     else under ``/tmp`` (short whatever ``TMPDIR`` says) with a name derived from the output.
-    Whatever a killed run left there is removed first.
+    Whatever a killed run left there is removed first. The forkserver started in it is stopped
+    at the end (:func:`_stop_forkserver_in`).
     """
     import multiprocess.process
 
@@ -454,11 +474,29 @@ def _multiprocess_tempdir(paths: _Paths) -> Iterator[None]:
     try:
         yield
     finally:
+        _stop_forkserver_in(folder)
         if previous is None:
             config.pop("tempdir", None)
         else:
             config["tempdir"] = previous
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _stop_forkserver_in(folder: Path) -> None:
+    """Stop ``multiprocess``'s forkserver if it listens in ``folder``, which is about to go.
+
+    The forkserver outlives the pools it forked, and ``multiprocess`` reuses it while it runs:
+    left running, the next curation of this process with workers would connect to a socket
+    removed with ``folder`` (``FileNotFoundError``), and it would keep its preloaded modules
+    in memory. Its pool workers have ended with their stages, so it stops at once.
+    """
+    from multiprocess import forkserver
+
+    server = forkserver._forkserver
+    address = server._forkserver_address
+    running = server._forkserver_pid is not None and isinstance(address, str)
+    if running and Path(address).parent == folder:
+        server._stop()
 
 
 def _make_executor(

@@ -66,9 +66,10 @@ def session_processes(session: int) -> list[int]:
 def test_killed_curate_leaves_no_process_and_the_next_run_no_temporary_folder(
     tmp_path: Path,
 ) -> None:
-    # 2,000 rows: datatrove's first stage with workers then lasts seconds (40 s at a load
-    # average of 15), far longer than the 50 ms between looks for its workers, and the run
-    # after the kill, which does all the curation again, takes half as long as with 8,000.
+    # 2,000 rows: datatrove's first stage with workers then lasts seconds of their work (3 s at
+    # a load average of 3, with workers that start with the pipeline imported: _LocalExecutor),
+    # far longer than the 50 ms between looks for its workers, and the run after the kill,
+    # which does all the curation again, takes half as long as with 8,000.
     run = write_run(tmp_path / "run", rows=2000)
     (tmp_path / "curate.yaml").write_text("tasks: 4\n")
     system_tmp = tmp_path / "system-tmp"
@@ -107,3 +108,26 @@ def test_killed_curate_leaves_no_process_and_the_next_run_no_temporary_folder(
     # A work folder too deep for a socket address keeps them in /tmp, under the output's hash.
     digest = hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:12]
     assert not Path(f"/tmp/worldtrace-curate-{digest}").exists()
+
+
+def test_two_curations_with_workers_in_one_process_both_run_and_leave_no_forkserver(
+    tmp_path: Path,
+) -> None:
+    # The forkserver their workers fork from listens in the first curation's work folder,
+    # which is removed when it ends: kept running, the second curation connected to the
+    # removed socket (FileNotFoundError).
+    from worldtrace.curation import curate
+
+    run = write_run(tmp_path / "run", rows=40)
+    first = curate(run, tmp_path / "first", workers=2)
+    second = curate(run, tmp_path / "second", workers=2)
+    assert first.rows_in == second.rows_in == 40
+    children = [pid for pid, fields in process_stats() if int(fields[1]) == os.getpid()]
+    assert not [pid for pid in children if b"forkserver" in _command_line(pid)], children
+
+
+def _command_line(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # ended while we looked
+        return b""
