@@ -25,8 +25,6 @@ from worldtrace.collectors.os.tasks import load_tasks
 pytestmark = pytest.mark.docker
 
 TASK = next(task for task in load_tasks() if task.name == "mousepad-append-todo-item")
-TIMEOUT_S = 900
-"""How long a collection's process may take (a desktop starts slowly on a busy machine)."""
 
 
 def test_a_model_edits_and_saves_a_file_on_the_desktop_and_the_run_is_published(
@@ -44,7 +42,7 @@ def test_a_model_edits_and_saves_a_file_on_the_desktop_and_the_run_is_published(
         tmp_path, prefect_server, "os",
         [{"content": reply} for reply in replies], [(2100, 12), (2600, 40), (3100, 12)],
         ({"content": "DONE"}, (3600, 1)), instruction=TASK.instruction, system=SYSTEM,
-        cached=4, reasoning=1, args=("--task", TASK.name), max_steps=6, timeout=TIMEOUT_S,
+        cached=4, reasoning=1, args=("--task", TASK.name), max_steps=6,
     )  # fmt: skip
     rows = run.rows
     # The actions are the model's code (of the fenced block, not the prose around it).
@@ -72,7 +70,7 @@ def test_unparseable_code_is_recorded_without_touching_the_desktop_then_ends_the
     # The desktop was not touched: the screen the model saw is the screen after.
     run = collect_invalid_replies(
         tmp_path, prefect_server, "os", replies, "WAIT",
-        args=("--task", TASK.name), max_steps=5, timeout=TIMEOUT_S,
+        args=("--task", TASK.name), max_steps=5,
     )  # fmt: skip
     rows = run.rows
     assert rows[0].action_error and "not Python: '(' was never closed" in rows[0].action_error

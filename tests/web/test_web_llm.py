@@ -28,8 +28,6 @@ pytestmark = pytest.mark.docker
 
 TASK = next(task for task in TASKS if task.name == "datasette-add-review")
 SITE_AND_TASK = ("--site", "datasette", "--task", TASK.name)
-TIMEOUT_S = 900
-"""How long a collection's process may take (a site and a browser start slowly when busy)."""
 
 
 def shown(body: dict[str, Any]) -> str:
@@ -66,7 +64,7 @@ def test_a_model_clicks_and_fills_a_real_site_and_the_run_is_published(
         tmp_path, prefect_server, "web",
         [click_add_review, fill_book_id], [(1200, 9), (1500, 31)],
         ({"content": "DONE"}, (1800, 1)), instruction=TASK.instruction, system=SYSTEM,
-        cached=3, reasoning=2, args=SITE_AND_TASK, max_steps=5, timeout=TIMEOUT_S,
+        cached=3, reasoning=2, args=SITE_AND_TASK, max_steps=5,
     )  # fmt: skip
     rows = run.rows
     assert [row.action.name for row in rows] == ["click", "fill"]
@@ -92,7 +90,7 @@ def test_unparseable_replies_are_recorded_without_touching_the_page_then_end_the
     # The environment was not touched: the page the model saw is the page after.
     run = collect_invalid_replies(
         tmp_path, prefect_server, "web", replies, "click('1')",
-        args=SITE_AND_TASK, max_steps=5, timeout=TIMEOUT_S,
+        args=SITE_AND_TASK, max_steps=5,
     )  # fmt: skip
     rows = run.rows
     assert rows[0].action_error and "not a Python call" in rows[0].action_error
