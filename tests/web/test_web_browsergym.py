@@ -194,11 +194,18 @@ def compared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     """
     site = request.param
     # clock_start=None: BrowserGym's browser runs on the machine's clock; so does ours here.
-    env = WebEnvironment(WebConfig(site=site, clock_start=None))
+    # No screenshots: nothing here compares them, and ours are taken after the page is read.
+    env = WebEnvironment(WebConfig(site=site, clock_start=None, screenshot=False))
     # A longer navigation limit (15 s by default) keeps a loaded machine from failing the
     # every-element reader, which only prints figures.
     legacy = WebEnvironment(
-        WebConfig(site=site, clock_start=None, tags_to_mark="all", navigation_timeout_s=60),
+        WebConfig(
+            site=site,
+            clock_start=None,
+            screenshot=False,
+            tags_to_mark="all",
+            navigation_timeout_s=60,
+        ),
         start_site=lambda config, network: (_SharedSite(env), site_definition(site).start_path),
     )
     old = None

@@ -30,12 +30,27 @@ from worldtrace.collectors.web.environment import WATCHDOG_GRACE_S, WebEnvironme
 
 @pytest.fixture
 def env(pages: TestPages) -> Iterator[WebEnvironment]:
+    """The test pages, without screenshots: the tests given it read trees, events and tabs.
+
+    The tests of pages that load, hang or crash oddly observe them with the defaults
+    (screenshots on), so that taking one is part of what must not wait.
+    """
+    environment = environment_on_pages(pages, screenshot=False)
+    yield environment
+    environment.close()
+
+
+@pytest.fixture
+def env_with_screenshots(pages: TestPages) -> Iterator[WebEnvironment]:
     environment = environment_on_pages(pages)
     yield environment
     environment.close()
 
 
-def test_observation_has_roles_names_ids_and_page_facts(env: WebEnvironment) -> None:
+def test_observation_has_roles_names_ids_and_page_facts(
+    env_with_screenshots: WebEnvironment,
+) -> None:
+    env = env_with_screenshots
     first = env.reset(seed=0, task=None)
     text = flatten_axtree(first["axtree"])
     assert text.startswith("RootWebArea 'Test home'")
@@ -133,7 +148,7 @@ def test_off_site_requests_and_navigation_are_blocked_and_recorded(env: WebEnvir
 
 def test_dialogs_are_answered_and_recorded(pages: TestPages) -> None:
     for answer, shown in [("accept", "yes"), ("dismiss", "no")]:
-        env = environment_on_pages(pages, dialogs=answer)
+        env = environment_on_pages(pages, dialogs=answer, screenshot=False)
         try:
             first = env.reset(seed=0, task=None)
             outcome = step(env, f"click('{bid(first, 'button', 'Ask')}')")
@@ -211,7 +226,10 @@ def kill_renderers_of_this_process() -> int:
     return killed
 
 
-def test_a_crashed_renderer_ends_the_episode_with_a_reason(env: WebEnvironment) -> None:
+def test_a_crashed_renderer_ends_the_episode_with_a_reason(
+    env_with_screenshots: WebEnvironment,
+) -> None:
+    env = env_with_screenshots
     env.reset(seed=0, task=None)
     assert kill_renderers_of_this_process() > 0
     outcome = step(env, "noop(200)")
