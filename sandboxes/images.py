@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -233,13 +234,13 @@ def image_status(definition: ImageDefinition, client: docker.DockerClient | None
 
 
 @contextlib.contextmanager
-def _build_lock() -> Iterator[None]:
-    """Serialize image builds across processes (parallel workers, two `make`s at once).
+def _build_lock(name: str) -> Iterator[None]:
+    """Serialize the builds of image ``name`` across processes (parallel workers, two `make`s).
 
-    One lock for all images: builds are rare, and per-tag lock files would pile up in /tmp.
+    One lock per image (a dozen small files in /tmp), so that two images can build at once.
     Callers check for a current image before taking it, so reuse never waits on a build.
     """
-    path = os.path.join(tempfile.gettempdir(), "worldtrace-image-build.lock")
+    path = os.path.join(tempfile.gettempdir(), f"worldtrace-image-build-{name}.lock")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)
     except PermissionError:  # another user's file in sticky /tmp (fs.protected_regular)
@@ -385,7 +386,7 @@ def ensure_base_image(
     existing = _base_image_id(client)
     if existing:
         return existing
-    with _build_lock():
+    with _build_lock("base"):
         # Another process may have built it while we waited for the lock.
         existing = _base_image_id(client)
         if existing:
@@ -591,7 +592,7 @@ def ensure_image(
 
     if (image := reusable()) is not None:
         return image.id
-    with _build_lock():
+    with _build_lock(definition.name):
         # Checked again under the lock: another process may just have built it.
         if (image := reusable()) is not None:
             return image.id
@@ -658,14 +659,21 @@ def _build_logged(
     build: Callable[[Progress], str],
     log_folder: Path,
     write: Write,
+    whole_line: bool = False,
 ) -> str:
     """Run ``build`` with its output in a log file, saying one line: what, and how long it took.
 
-    A failed build finishes the line with "failed" and re-raises with the log's path, so the
-    error (which carries the tail of the build output) says where the whole output is.
+    The line is begun before the build and finished after it, or, with ``whole_line`` (builds
+    running side by side), written whole once it is done. A failed build finishes the line
+    with "failed" and re-raises with the log's path, so the error (which carries the tail of
+    the build output) says where the whole output is.
     """
     path = _log_path(log_folder, tag.split(":")[0].removeprefix("worldtrace/"))
-    write(f"building image {tag} ({reason}) … ")
+    begun = f"building image {tag} ({reason}) … "
+    if whole_line:
+        write = _prefixed(write, begun)
+    else:
+        write(begun)
     started = time.monotonic()
     with path.open("w", encoding="utf-8") as log:
 
@@ -683,6 +691,47 @@ def _build_logged(
             raise
     write(f"done in {time.monotonic() - started:.0f} s\n")
     return image_id
+
+
+def _prefixed(write: Write, prefix: str) -> Write:
+    """``write`` with ``prefix`` before the text."""
+    return lambda text: write(prefix + text)
+
+
+SIDE_BY_SIDE_BUILDS = 2
+"""How many images build at once: a build waits on the mirror as much as on the CPU (the clock
+and terminal images of a first `make demo`: 58 s and 79 s one after the other)."""
+
+
+def _build_side_by_side(builds: list[tuple[str, Callable[[], str]]]) -> dict[str, str]:
+    """Run each ``(name, build)``, :data:`SIDE_BY_SIDE_BUILDS` at a time; ``{name: image id}``.
+
+    Daemon threads: Ctrl-C ends the command at once instead of waiting for the builds (the
+    engine finishes or drops them). The first failure is raised once every build has ended.
+    """
+    queue = deque(builds)
+    results: dict[str, str] = {}
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        while True:
+            try:
+                name, build = queue.popleft()
+            except IndexError:
+                return
+            try:
+                results[name] = build()
+            except BaseException as error:  # raised again in the caller, once all ended
+                errors.append(error)
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(SIDE_BY_SIDE_BUILDS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return results
 
 
 def ensure_images_logged(
@@ -716,24 +765,32 @@ def ensure_images_logged(
         if report_current:
             write(f"image {BASE_IMAGE}: current {base_id[7:19]}\n")
     # Once each: two domains may share an image (the mcp domain uses a web site's).
+    to_build: list[tuple[ImageDefinition, str]] = []
     for definition in dict.fromkeys([CLOCK_DEFINITION, *definitions]):
         status = image_status(definition, client)
         if status == "current" and not force:
             built[definition.name] = ensure_image(definition, client)
             if report_current:
                 write(f"image {definition.tag}: current {built[definition.name][7:19]}\n")
-            continue
+        else:
+            to_build.append((definition, "rebuild" if status == "current" else status))
+    side_by_side = len(to_build) > 1
+    if side_by_side:
+        write(f"building {len(to_build)} images, {SIDE_BY_SIDE_BUILDS} at a time …\n")
 
-        def build(log: Progress, definition: ImageDefinition = definition) -> str:
+    def logged(definition: ImageDefinition, reason: str) -> Callable[[], str]:
+        def build(log: Progress) -> str:
             return ensure_image(definition, client, force=force, progress=log)
 
-        built[definition.name] = _build_logged(
-            definition.tag,
-            "rebuild" if status == "current" else status,
-            build,
-            log_folder,
-            write,
+        return lambda: _build_logged(
+            definition.tag, reason, build, log_folder, write, whole_line=side_by_side
         )
+
+    builds = [(definition.name, logged(definition, reason)) for definition, reason in to_build]
+    if side_by_side:
+        built |= _build_side_by_side(builds)
+    else:
+        built |= {name: build() for name, build in builds}
     return built
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import contextlib
 import re
 import subprocess
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import docker
@@ -141,6 +142,49 @@ def test_a_failed_first_use_build_finishes_its_line_and_names_the_log(
     assert f"the whole build log: {log}" in message
     assert "the-reason-it-failed" in log.read_text()
     assert images.image_status(used, client) == "missing"
+
+
+@pytest.mark.docker
+@pytest.mark.usefixtures("machine_images_current")
+def test_two_images_to_build_build_side_by_side_each_with_its_line(
+    throwaway: list[images.ImageDefinition], client: docker.DockerClient, tmp_path: Path
+) -> None:
+    """`make setup` on a fresh machine: the clock image and a domain's build at once."""
+    said: list[str] = []
+    logs = tmp_path / "logs"
+    built = images.ensure_images_logged(throwaway, logs, said.append, client)
+    text = "".join(said)
+    # Each line is written whole when its build ends, so two builds never split each other's.
+    first, *done = text.splitlines(keepends=True)
+    assert first == f"building {len(throwaway)} images, 2 at a time …\n", text
+    matches = [ONE_LINE.match(line) for line in done]
+    assert sorted(match[1] for match in matches if match) == sorted(d.tag for d in throwaway), text
+    for definition in throwaway:
+        assert images.image_status(definition, client) == "current"
+        assert client.images.get(definition.tag).id == built[definition.name]
+    assert len(list(logs.glob("*-build-*.log"))) == len(throwaway)
+
+
+def test_side_by_side_builds_run_at_once_and_a_failure_waits_for_the_others() -> None:
+    # Each build waits until the other has started: one after the other, both would time out.
+    both_started = threading.Barrier(2, timeout=30)
+    finished: list[str] = []
+
+    def build(name: str, fails: bool) -> Callable[[], str]:
+        def run() -> str:
+            both_started.wait()
+            if fails:
+                raise SandboxError(f"{name} failed")
+            finished.append(name)
+            return f"sha256:{name}"
+
+        return run
+
+    built = images._build_side_by_side([("a", build("a", False)), ("b", build("b", False))])
+    assert built == {"a": "sha256:a", "b": "sha256:b"}
+    with pytest.raises(SandboxError, match="x failed"):
+        images._build_side_by_side([("x", build("x", True)), ("y", build("y", False))])
+    assert finished[-1] == "y"  # the other build ran to its end before the error was raised
 
 
 @pytest.mark.docker
