@@ -62,7 +62,9 @@ from rich.table import Table
 
 # worldtrace.schemas.errors is imported where an error is raised: the schemas package imports
 # datasets, which reads its log settings on import, and the command line imports this module
-# before it configures logging.
+# before it configures logging. In the branch that raises, not at the top of the function: a
+# worker then never imports datasets (nor the sandboxes package): about a second of CPU less for
+# each `worldtrace worker` to start.
 
 DEFAULT_POOL = "worldtrace"
 WORKER_QUERY_S = 2.0
@@ -87,10 +89,10 @@ def require_server() -> str:
     """Return the Prefect server's API URL; refuse to go on without one."""
     from prefect.settings import get_current_settings
 
-    from worldtrace.schemas.errors import SetupError
-
     url = get_current_settings().api.url
     if not url:
+        from worldtrace.schemas.errors import SetupError
+
         raise SetupError(
             "deployments, schedules and workers need a Prefect server: start one with "
             "`worldtrace server start` (or set PREFECT_API_URL to a running server)"
@@ -105,9 +107,9 @@ def ensure_process_pool(pool: str) -> bool:
     from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
     from prefect.workers.process import ProcessWorker
 
-    from worldtrace.schemas.errors import InputError
-
     if not NAME_PATTERN.match(pool):
+        from worldtrace.schemas.errors import InputError
+
         raise InputError(f"work pool name {pool!r}: use letters, digits, '.', '_' and '-'")
     with get_client(sync_client=True) as client:
         try:
@@ -122,6 +124,8 @@ def ensure_process_pool(pool: str) -> bool:
                 return False
             return True
     if existing.type != "process":
+        from worldtrace.schemas.errors import InputError
+
         raise InputError(
             f"work pool {pool!r} is a {existing.type!r} pool; worldtrace deploys to process "
             "pools (give another --pool)"
@@ -545,11 +549,12 @@ def run_worker(
     from prefect.settings import temporary_settings
 
     from worldtrace.flows.slots import sandbox_machine, set_machine_limit
-    from worldtrace.sandboxes.remote import SANDBOX_HOST_ENV
 
     require_server()
     ensure_process_pool(pool)
     if sandboxes is not None:
+        from worldtrace.sandboxes.remote import SANDBOX_HOST_ENV  # only here: see the imports
+
         # The machine whose engine runs this worker's sandboxes (WORLDTRACE_SANDBOX_HOST's).
         machine = sandbox_machine(os.environ.get(SANDBOX_HOST_ENV))
         limit_name = set_machine_limit(sandboxes, hostname=machine)

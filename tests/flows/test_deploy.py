@@ -1,26 +1,35 @@
 """Deployments, workers and sandbox limits on a real Prefect server, with real worker processes.
 
 One server for the session, shared with the other tests that need one (it takes ~15 s to come
-up: tests/prefect_server.py). Every test drives the ``worldtrace`` command
-line in subprocesses, as a user would, and reads the results from the run directories and the
-server's API.
+up: tests/prefect_server.py). Every test drives the ``worldtrace`` command line, as a user
+would, and reads the results from the run directories and the server's API. Workers are
+``worldtrace worker`` processes; ``deploy`` runs as a process of its own in the sandbox limit
+test (while its worker starts) and in this process (typer's runner, :func:`wt_here`) elsewhere:
+the same command without a new interpreter's seconds of imports (in the interval test they
+would delay its schedule's anchor, and so its first slot). Polls hold one API client each (a
+client costs ~0.1 s of CPU to open: settings and TLS context), and a worker starts while its
+test deploys, unless the scenario needs it to start later (the backlog, the next worker after a
+kill).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import logging
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import docker
 import polars as pl
@@ -72,11 +81,65 @@ def wt(url: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+CLI_LOGGERS = ("", "prefect", "datasets", "huggingface_hub", "httpx", "urllib3")
+"""The loggers a ``worldtrace`` command sets up (worldtrace/flows/logs.py), put back after
+:func:`wt_here`."""
+
+
+def wt_here(url: str, cwd: Path, *args: str) -> Any:
+    """``worldtrace ARGS`` in ``cwd`` against ``url``, in this process (typer's runner).
+
+    The command as :func:`wt` runs it, without the seconds of imports a new interpreter spends
+    (~4 s of CPU for ``deploy``; this process has them already). The environment, the folder
+    and the logging the command sets up for itself are put back after.
+    """
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from typer.testing import CliRunner
+
+    from worldtrace.flows.cli import app
+
+    loggers = [logging.getLogger(name) for name in CLI_LOGGERS]
+    saved = [(logger.handlers[:], logger.level) for logger in loggers]
+    try:
+        with (
+            mock.patch.dict(os.environ),
+            contextlib.chdir(cwd),
+            temporary_settings({PREFECT_API_URL: url}),
+        ):
+            env = {"PREFECT_API_URL": url, "COLUMNS": "200"}  # as for `wt`
+            result = CliRunner().invoke(app, list(args), env=env)
+    finally:
+        for logger, (handlers, level) in zip(loggers, saved, strict=True):
+            for handler in logger.handlers:
+                if handler not in handlers:
+                    handler.close()
+            logger.handlers[:] = handlers
+            logger.setLevel(level)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception  # with its traceback, not an exit code of 1
+    return result
+
+
 @contextmanager
-def workers(url: str, cwd: Path, count: int, *args: str) -> Iterator[list[subprocess.Popen[bytes]]]:
+def starting_workers(
+    url: str, cwd: Path, count: int, *args: str
+) -> Iterator[tuple[list[subprocess.Popen[bytes]], Callable[[], None]]]:
     """``count`` ``worldtrace worker`` processes, started together (each start is seconds of
-    imports), each killed with everything it started at the end."""
+    imports), each killed with everything it started at the end.
+
+    Yields them at once with a function that waits until each polls its pool, so that their
+    start overlaps what the test does meanwhile (deploying).
+    """
     started: list[tuple[subprocess.Popen[bytes], Path, Any]] = []
+
+    def wait_started() -> None:
+        deadline = time.monotonic() + 60
+        for process, log_path, _ in started:
+            while b"started!" not in log_path.read_bytes():  # polling from now on
+                assert process.poll() is None, log_path.read_text()
+                assert time.monotonic() < deadline, "the worker did not start"
+                time.sleep(0.1)
+
     try:
         for _ in range(count):
             log_path = cwd / f"worker-{time.monotonic_ns()}.log"
@@ -90,13 +153,7 @@ def workers(url: str, cwd: Path, count: int, *args: str) -> Iterator[list[subpro
                 start_new_session=True,
             )
             started.append((process, log_path, log))
-        deadline = time.monotonic() + 60
-        for process, log_path, _ in started:
-            while b"started!" not in log_path.read_bytes():  # polling from now on
-                assert process.poll() is None, log_path.read_text()
-                assert time.monotonic() < deadline, "the worker did not start"
-                time.sleep(0.1)
-        yield [process for process, _, _ in started]
+        yield [process for process, _, _ in started], wait_started
     finally:
         for process, _, log in started:
             killed = kill_tree(process.pid)
@@ -106,14 +163,31 @@ def workers(url: str, cwd: Path, count: int, *args: str) -> Iterator[list[subpro
 
 
 @contextmanager
+def workers(url: str, cwd: Path, count: int, *args: str) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """:func:`starting_workers`, yielded once every one of them polls its pool."""
+    with starting_workers(url, cwd, count, *args) as (started, wait_started):
+        wait_started()
+        yield started
+
+
+@contextmanager
 def worker(url: str, cwd: Path, *args: str) -> Iterator[subprocess.Popen[bytes]]:
     """A ``worldtrace worker`` process, killed with everything it started at the end."""
     with workers(url, cwd, 1, *args) as (process,):
         yield process
 
 
-def descendants(pid: int) -> list[int]:
-    """Every live descendant of ``pid`` (flow runs are children in sessions of their own)."""
+@contextmanager
+def starting_worker(
+    url: str, cwd: Path, *args: str
+) -> Iterator[tuple[subprocess.Popen[bytes], Callable[[], None]]]:
+    """:func:`starting_workers` of one."""
+    with starting_workers(url, cwd, 1, *args) as ((process,), wait_started):
+        yield process, wait_started
+
+
+def process_children() -> dict[int, list[int]]:
+    """Each live process's children, from one pass over /proc."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -121,6 +195,12 @@ def descendants(pid: int) -> list[int]:
                 stat = (entry / "stat").read_text()
                 parent = int(stat.rsplit(")", 1)[1].split()[1])
                 children.setdefault(parent, []).append(int(entry.name))
+    return children
+
+
+def descendants(pid: int, children: dict[int, list[int]] | None = None) -> list[int]:
+    """Every live descendant of ``pid`` (flow runs are children in sessions of their own)."""
+    children = process_children() if children is None else children
     found, queue = [], [pid]
     while queue:
         for child in children.get(queue.pop(), []):
@@ -140,12 +220,19 @@ def kill_tree(pid: int) -> list[int]:
 
 def remove_sandboxes_of(pids: list[int]) -> None:
     """Remove the sandboxes the killed processes left (only theirs: others' tests run too)."""
+    owners = {str(pid) for pid in pids}
+    # One listing for all of them; sparse: no inspection of each sandbox (its labels are there).
     client = docker.from_env()
-    for pid in pids:
-        for container in client.containers.list(
-            all=True, filters={"label": [LABEL, f"{OWNER_PID_LABEL}={pid}"]}
-        ):
+    for container in client.containers.list(all=True, sparse=True, filters={"label": LABEL}):
+        if (container.attrs.get("Labels") or {}).get(OWNER_PID_LABEL) not in owners:
+            continue
+        try:
             container.remove(force=True)
+        except docker.errors.NotFound:
+            pass  # gone since the listing (removed by whoever found its owner dead)
+        except docker.errors.APIError as error:
+            if error.status_code != 409:  # removal already in progress (auto_remove)
+                raise
 
 
 def write_config(folder: Path, **fields: Any) -> Path:
@@ -164,12 +251,12 @@ def write_config(folder: Path, **fields: Any) -> Path:
 
 def wait_for_final_state(url: str, flow_run_id: Any, timeout: float = 240) -> Any:
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with api(url) as client:
+    with api(url) as client:  # one client for the whole wait: a read is then ~3 ms of CPU
+        while time.monotonic() < deadline:
             run = client.read_flow_run(flow_run_id)
-        if run.state is not None and run.state.is_final():
-            return run
-        time.sleep(0.5)
+            if run.state is not None and run.state.is_final():
+                return run
+            time.sleep(0.25)
     pytest.fail(f"flow run {flow_run_id} did not finish in {timeout} s (state {run.state})")
 
 
@@ -220,16 +307,11 @@ def test_bad_input_creates_nothing(
     server: str, tmp_path: Path, fields: dict[str, Any], flags: list[str], message: str
 ) -> None:
     from prefect.exceptions import ObjectNotFound
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-    from typer.testing import CliRunner
-
-    from worldtrace.flows.cli import app
 
     config = write_config(tmp_path, **fields)
     # A flag given twice: the last one counts (--name).
     args = ["deploy", str(config), "--name", "bad", "--pool", "never-made", *flags]
-    with temporary_settings({PREFECT_API_URL: server}):
-        result = CliRunner().invoke(app, args)
+    result = wt_here(server, tmp_path, *args)
     assert result.exit_code == 2, result.output
     assert "error: " in result.output and message in result.output
     assert "Traceback" not in result.output
@@ -240,27 +322,30 @@ def test_bad_input_creates_nothing(
 
 
 def test_an_interval_deployment_is_run_by_a_worker(server: str, tmp_path: Path) -> None:
-    config = write_config(tmp_path, workers=2)
-    deployed = wt(server, tmp_path, "deploy", str(config), "--name", "often", "--interval", "10")
-    assert deployed.returncode == 0, deployed.stderr
-    assert "scheduled-collect/often" in deployed.stdout
-    listing = wt(server, tmp_path, "deployments")
-    assert listing.returncode == 0, listing.stderr
-    assert "scheduled-collect/often" in listing.stdout and "every 10 s" in listing.stdout
-
     from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterName
 
+    config = write_config(tmp_path, episodes=1)
     by_name = DeploymentFilter(name=DeploymentFilterName(any_=["often"]))
-    with worker(server, tmp_path, "--pool", "worldtrace", "--limit", "2"):
-        # The first slot is one interval after deploying. Once the worker took a run, the
-        # deployment is paused (its later runs are deleted) and every run it took is awaited.
+    # The worker starts while the deployment is made: it polls before the first slot, one
+    # interval after deploying. (Not a shorter interval: the next slot would always be within
+    # DUE_MARGIN_S when the schedule stops, left to the worker.)
+    with starting_worker(server, tmp_path, "--pool", "worldtrace", "--limit", "2") as (_, started):
+        deployed = wt_here(
+            server, tmp_path, "deploy", str(config), "--name", "often", "--interval", "10"
+        )
+        assert deployed.exit_code == 0, deployed.output
+        assert "scheduled-collect/often" in deployed.stdout
+        listing = wt_here(server, tmp_path, "deployments")
+        assert listing.exit_code == 0, listing.output
+        assert "scheduled-collect/often" in listing.stdout and "every 10 s" in listing.stdout
+        started()
+        # Once the worker took a run, the deployment is paused (its later runs are deleted)
+        # and every run it took is awaited.
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if [run for run in api_runs(server, by_name) if not run.state.is_scheduled()]:
-                break
-            time.sleep(0.2)
-        else:
-            pytest.fail("no scheduled run was taken by the worker")
+        with api(server) as client:
+            while not api_runs(client, by_name, taken_only=True):
+                assert time.monotonic() < deadline, "no scheduled run was taken by the worker"
+                time.sleep(0.2)
         stop_scheduling(server, "scheduled-collect/often", by_name)
         # Every run the worker took or may still take (one that was due when the schedule
         # stopped) is awaited: one, unless the worker started later than a slot or two.
@@ -272,6 +357,8 @@ def test_an_interval_deployment_is_run_by_a_worker(server: str, tmp_path: Path) 
         ]:
             assert len(finished) < 6, "runs kept coming after the deployment was paused"
             finished |= {run.id: wait_for_final_state(server, run.id) for run in taken}
+            if all(run.id in finished for run in api_runs(server, by_name)):
+                break  # none left, scheduled or taken: none can come (paused, and quiet)
             time.sleep(2)  # longer than the worker's query interval
     # A slot that came due while the previous run was going is skipped (flows/deploy.py).
     completed = [run for run in finished.values() if run.state.is_completed()]
@@ -284,7 +371,7 @@ def test_an_interval_deployment_is_run_by_a_worker(server: str, tmp_path: Path) 
     latencies = []
     for run in completed:
         run_dir = tmp_path / "runs" / f"often-{run_stamp(run.expected_start_time)}"
-        recorded = assert_complete_run(run_dir, episodes=2)
+        recorded = assert_complete_run(run_dir, episodes=1)
         steps = [event for events in recorded.values() for event in events if event.type == "step"]
         latencies.append(
             (min(s.started_at for s in steps) - run.expected_start_time).total_seconds()
@@ -315,43 +402,67 @@ def stop_scheduling(url: str, deployment: str, deployment_filter: Any) -> None:
     """
     with api(url) as client:
         client.pause_deployment(client.read_deployment_by_name(deployment).id)
-    quiet_since = time.monotonic()
-    while time.monotonic() - quiet_since < 3:  # three scheduler passes
-        with api(url) as client:
+        quiet_since = time.monotonic()
+        while time.monotonic() - quiet_since < 3:  # three scheduler passes
             for listed in client.read_flow_runs(deployment_filter=deployment_filter):
                 run = client.read_flow_run(listed.id)
                 if run.state.is_scheduled() and not is_due(run):
                     client.delete_flow_run(run.id)
                     quiet_since = time.monotonic()
-        time.sleep(0.2)
+            time.sleep(0.2)
 
 
-def api_runs(url: str, deployment_filter: Any) -> list[Any]:
-    with api(url) as client:
-        return client.read_flow_runs(deployment_filter=deployment_filter)
+def api_runs(server: Any, deployment_filter: Any, taken_only: bool = False) -> list[Any]:
+    """The flow runs of the deployments ``deployment_filter`` selects; with ``taken_only``,
+    those no longer Scheduled (filtered by the server: an interval deployment has ~100
+    scheduled). ``server`` is an API client, or a URL to open one for this listing."""
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+
+    if isinstance(server, str):
+        with api(server) as client:
+            return api_runs(client, deployment_filter, taken_only)
+    not_scheduled = FlowRunFilterStateType(not_any_=[StateType.SCHEDULED])
+    flow_run_filter = FlowRunFilter(state=FlowRunFilterState(type=not_scheduled))
+    return server.read_flow_runs(
+        deployment_filter=deployment_filter, flow_run_filter=flow_run_filter if taken_only else None
+    )
 
 
 def test_a_sandbox_limit_of_one_is_respected(server: str, tmp_path: Path) -> None:
+    from prefect.exceptions import ObjectNotFound
+
     config = write_config(tmp_path, episodes=2, workers=2)
-    deployed = wt(server, tmp_path, "deploy", str(config), "--name", "limited")
-    assert deployed.returncode == 0, deployed.stderr
-    flow_run_id = start_run(server, "scheduled-collect/limited")
     try:
-        with worker(server, tmp_path, "--pool", "worldtrace", "--sandboxes", "1"):
+        # The worker sets the limit before it polls: it exists before the run is taken.
+        with starting_worker(server, tmp_path, "--pool", "worldtrace", "--sandboxes", "1") as (
+            _,
+            started,
+        ):
+            # `worldtrace deploy` as a process of its own here, while the worker starts.
+            deployed = wt(server, tmp_path, "deploy", str(config), "--name", "limited")
+            assert deployed.returncode == 0, deployed.stderr
+            assert "scheduled-collect/limited" in deployed.stdout
+            flow_run_id = start_run(server, "scheduled-collect/limited")
+            started()
             finished = wait_for_final_state(server, flow_run_id)
         with api(server) as client:
             limit = client.read_global_concurrency_limit_by_name(machine_limit_name())
         assert limit.limit == 1
     finally:
-        with api(server) as client:
+        with api(server) as client, suppress(ObjectNotFound):  # none if the worker never began
             client.delete_global_concurrency_limit_by_name(machine_limit_name())
     assert finished.state.is_completed(), finished.state
     run_dir = tmp_path / "runs" / f"limited-{run_stamp(finished.expected_start_time)}"
     recorded = assert_complete_run(run_dir, episodes=2)
     # Two episodes, two threads, one slot: the sandboxes lived one after the other.
     lifetimes = sorted((events[0].started_at, events[-1].ended_at) for events in recorded.values())
-    for (_, ended), (started, _) in itertools.pairwise(lifetimes):
-        assert ended <= started, lifetimes
+    for (_, ended), (started_at, _) in itertools.pairwise(lifetimes):
+        assert ended <= started_at, lifetimes
 
 
 def test_a_backlog_of_late_runs_drains_as_one_run_with_concurrent_workers(
@@ -368,8 +479,8 @@ def test_a_backlog_of_late_runs_drains_as_one_run_with_concurrent_workers(
     from prefect.states import Scheduled
 
     config = write_config(tmp_path, episodes=1, max_steps=2)
-    deployed = wt(server, tmp_path, "deploy", str(config), "--name", "backlog")
-    assert deployed.returncode == 0, deployed.stderr
+    deployed = wt_here(server, tmp_path, "deploy", str(config), "--name", "backlog")
+    assert deployed.exit_code == 0, deployed.output
     now = datetime.now(UTC)
     with api(server) as client:
         deployment = client.read_deployment_by_name("scheduled-collect/backlog")
@@ -398,14 +509,17 @@ def test_a_backlog_of_late_runs_drains_as_one_run_with_concurrent_workers(
 def test_a_killed_worker_leaves_a_run_the_next_worker_completes(
     server: str, tmp_path: Path
 ) -> None:
-    config = write_config(tmp_path, episodes=3, max_steps=3)
-    deployed = wt(server, tmp_path, "deploy", str(config), "--name", "killed")
-    assert deployed.returncode == 0, deployed.stderr
-    flow_run_id = start_run(server, "scheduled-collect/killed")
-    with api(server) as client:
-        expected: datetime = client.read_flow_run(flow_run_id).expected_start_time
-    run_dir = tmp_path / "runs" / f"killed-{run_stamp(expected)}"
-    with worker(server, tmp_path, "--pool", "worldtrace") as first:
+    # Two episodes at a time: the first to be sealed finds the other one half recorded (or
+    # the third, started in its place), and the next worker records what is left at once.
+    config = write_config(tmp_path, episodes=3, max_steps=3, workers=2)
+    with starting_worker(server, tmp_path, "--pool", "worldtrace") as (first, started):
+        deployed = wt_here(server, tmp_path, "deploy", str(config), "--name", "killed")
+        assert deployed.exit_code == 0, deployed.output
+        flow_run_id = start_run(server, "scheduled-collect/killed")
+        with api(server) as client:
+            expected: datetime = client.read_flow_run(flow_run_id).expected_start_time
+        run_dir = tmp_path / "runs" / f"killed-{run_stamp(expected)}"
+        started()
         deadline = time.monotonic() + 120
         # Kill while one episode is sealed and another is half recorded.
         while time.monotonic() < deadline:
@@ -447,9 +561,12 @@ def test_a_killed_worker_leaves_a_run_the_next_worker_completes(
 
 
 def test_a_scheduled_pipeline_curates_every_run_of_its_deployment(
-    tmp_path: Path, terminal_image: str
+    server: str, tmp_path: Path, terminal_image: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # In this process, on the temporary API: a flow run's expected start time is its creation.
+    # In this process, on the session's server (not a temporary API of its own, ~16 s of CPU
+    # to start): a flow run's expected start time is its creation.
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
     from worldtrace.flows.pipeline import file_sha256
     from worldtrace.flows.scheduled import scheduled_pipeline
 
@@ -470,8 +587,10 @@ def test_a_scheduled_pipeline_curates_every_run_of_its_deployment(
         )
     )
     sha256 = file_sha256(pipeline_file)
-    first = scheduled_pipeline(str(pipeline_file), sha256, "nightly")
-    second = scheduled_pipeline(str(pipeline_file), sha256, "nightly")
+    monkeypatch.setenv("PREFECT_API_URL", server)  # and for what the flows start
+    with temporary_settings({PREFECT_API_URL: server}):
+        first = scheduled_pipeline(str(pipeline_file), sha256, "nightly")
+        second = scheduled_pipeline(str(pipeline_file), sha256, "nightly")
 
     runs = sorted(path.name for path in (tmp_path / "runs").iterdir())
     assert len(runs) == 2 and all(name.startswith("nightly-") for name in runs)
@@ -494,26 +613,34 @@ def test_a_remote_sandbox_host_is_limited_as_its_own_machine() -> None:
 
 
 def test_two_workers_share_the_parts_of_a_run(server: str, tmp_path: Path) -> None:
-    config = write_config(tmp_path, episodes=3)
-    deployed = wt(server, tmp_path, "deploy", str(config), "--name", "shared", "--parts", "2")
-    assert deployed.returncode == 0, deployed.stderr
-    assert "shared-p1of2" in deployed.stdout and "shared-p2of2" in deployed.stdout
-    with workers(server, tmp_path, 2, "--pool", "worldtrace", "--limit", "1") as (first, second):
+    # Part 1's two episodes at once: the run takes one episode's time, not two.
+    config = write_config(tmp_path, episodes=3, workers=2)
+    with starting_workers(server, tmp_path, 2, "--pool", "worldtrace", "--limit", "1") as (
+        (first, second),
+        started,
+    ):
+        deployed = wt_here(
+            server, tmp_path, "deploy", str(config), "--name", "shared", "--parts", "2"
+        )
+        assert deployed.exit_code == 0, deployed.output
+        assert "shared-p1of2" in deployed.stdout and "shared-p2of2" in deployed.stdout
+        started()  # both poll before the parts exist: neither can take both
         ids = [start_run(server, f"scheduled-collect/shared-p{k}of2") for k in (1, 2)]
         # Which worker ran each part: the parent of the flow run's process (Prefect records
         # its pid as the run's infrastructure pid), read while it runs.
         ran_on: dict[Any, int] = {}
         deadline = time.monotonic() + 240
-        while len(ran_on) < 2 and time.monotonic() < deadline:
-            with api(server) as client:
+        with api(server) as client:
+            while len(ran_on) < 2 and time.monotonic() < deadline:
                 runs = [client.read_flow_run(flow_run_id) for flow_run_id in ids]
-            for run in runs:
-                if run.id not in ran_on and run.infrastructure_pid:
+                found = [run for run in runs if run.id not in ran_on and run.infrastructure_pid]
+                children = process_children() if found else {}
+                for run in found:
                     pid = int(run.infrastructure_pid.rsplit(":", 1)[-1])
                     for owner in (first, second):
-                        if pid in descendants(owner.pid):
+                        if pid in descendants(owner.pid, children):
                             ran_on[run.id] = owner.pid
-            time.sleep(0.1)
+                time.sleep(0.1)
         finished = [wait_for_final_state(server, flow_run_id) for flow_run_id in ids]
     assert all(run.state.is_completed() for run in finished), finished
     # Each worker takes one flow run at a time: the two parts ran on the two workers.

@@ -2,6 +2,11 @@
 
 Before (flows/server_watch.py), killing the server in the middle of `worldtrace collect`
 printed minutes of Prefect's retries and payloads, then a traceback, and exited 1.
+
+The killed server is the test's own. The run resumes on the session's server
+(tests/prefect_server.py), which knows nothing of it, as Prefect's temporary local API would
+not either: a run directory resumes whatever the API. (The temporary API, ~16 s of CPU to start
+in the resuming command, runs in tests/flows/test_stopping.py and test_reaper.py.)
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ COMMAND = [
 
 
 def test_a_killed_server_stops_the_run_in_one_line_and_the_run_resumes(
-    tmp_path: Path, terminal_image: str
+    tmp_path: Path, terminal_image: str, prefect_server: str
 ) -> None:
     server = ServerProcess(tmp_path / "server")
     try:
@@ -60,10 +65,10 @@ def test_a_killed_server_stops_the_run_in_one_line_and_the_run_resumes(
     sealed_before = {p.name: p.read_bytes() for p in (run_dir / "raw" / "episodes").iterdir()}
     assert 1 <= len(sealed_before) < 3
 
-    # The same command resumes it, here without a server (Prefect's temporary local API).
+    # The same command resumes it, on another server (the session's).
     resumed = subprocess.run(
         COMMAND, cwd=tmp_path, capture_output=True, text=True, timeout=600,
-        env={k: v for k, v in client_env(url).items() if k != "PREFECT_API_URL"},
+        env=client_env(prefect_server),
     )  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr
     episodes = sorted((run_dir / "raw" / "episodes").glob("*.jsonl"))

@@ -6,11 +6,14 @@ set ``command`` to a shell command, one whose entrypoint is a flow of its own, a
 inject code through ``env`` or a working folder anyone can write, and starts a flow run of
 each. A real ``worldtrace worker`` process polls the pool of the session's real Prefect server
 (tests/prefect_server.py). No marker file may appear, and each run must end with a state whose
-message says why it was refused; a deployment made by ``worldtrace deploy`` still runs.
+message says why it was refused; a deployment made by ``worldtrace deploy`` still runs, on the
+same worker (one for the module: its start is seconds of imports, made while a test sets up).
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -19,8 +22,10 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 import yaml
@@ -53,9 +58,29 @@ def api(url: str) -> Iterator[Any]:
         yield client
 
 
+@dataclass(frozen=True)
+class Worker:
+    """A ``worldtrace worker`` process polling ``pool``, writing to ``log``."""
+
+    pool: str
+    log: Path
+    process: subprocess.Popen[bytes]
+
+    def started(self) -> Path:
+        """Wait until it polls its pool (and check it still does); return its log file."""
+        deadline = time.monotonic() + 120
+        while b"started!" not in self.log.read_bytes():  # it polls from now on
+            assert self.process.poll() is None, self.log.read_text()
+            assert time.monotonic() < deadline, "the worker did not start"
+            time.sleep(0.1)
+        assert self.process.poll() is None, self.log.read_text()  # an earlier test's worker
+        return self.log
+
+
 @contextmanager
-def worker(url: str, cwd: Path, pool: str) -> Iterator[Path]:
-    """A real ``worldtrace worker`` process on ``pool``; yields its log file."""
+def worker(url: str, cwd: Path, pool: str) -> Iterator[Worker]:
+    """A real ``worldtrace worker`` process on ``pool``, not waited for (:meth:`Worker.started`),
+    stopped at the end."""
     log_path = cwd / "worker.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
@@ -67,12 +92,7 @@ def worker(url: str, cwd: Path, pool: str) -> Iterator[Path]:
             start_new_session=True,
         )
         try:
-            deadline = time.monotonic() + 120
-            while b"started!" not in log_path.read_bytes():  # it polls from now on
-                assert process.poll() is None, log_path.read_text()
-                assert time.monotonic() < deadline, "the worker did not start"
-                time.sleep(0.1)
-            yield log_path
+            yield Worker(pool, log_path, process)
         finally:
             with suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGTERM)
@@ -84,22 +104,42 @@ def worker(url: str, cwd: Path, pool: str) -> Iterator[Path]:
                 process.wait()
 
 
+@pytest.fixture(scope="module")
+def pool_worker(prefect_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worker]:
+    """The module's worker, on a process pool of its own (made as Prefect makes one), started
+    without waiting: each test sets up its runs while it starts, then waits for it."""
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.workers.process import ProcessWorker
+
+    pool = f"safety-{uuid.uuid4().hex[:8]}"
+    with api(prefect_server) as client:
+        client.create_work_pool(
+            WorkPoolCreate(
+                name=pool,
+                type="process",
+                base_job_template=ProcessWorker.get_default_base_job_template(),
+            )
+        )
+    with worker(prefect_server, tmp_path_factory.mktemp("worker"), pool) as started:
+        yield started
+
+
 def wait_for_final_states(url: str, runs: dict[str, Any], markers: list[Path]) -> dict[str, Any]:
     """Each run's final state; fails at once when a marker appears (the attack ran)."""
     deadline = time.monotonic() + FINAL_TIMEOUT_S
     final: dict[str, Any] = {}
-    while len(final) < len(runs):
-        planted = [marker for marker in markers if marker.exists()]
-        assert not planted, f"the worker ran the attacker's code: {planted}"
-        with api(url) as client:
+    with api(url) as client:  # one client for the whole wait (~0.1 s of CPU to open one)
+        while len(final) < len(runs):
+            planted = [marker for marker in markers if marker.exists()]
+            assert not planted, f"the worker ran the attacker's code: {planted}"
             for name, run_id in runs.items():
                 run = client.read_flow_run(run_id)
                 if run.state is not None and run.state.is_final():
                     final[name] = run
-        if time.monotonic() > deadline:
-            pending = sorted(set(runs) - set(final))
-            pytest.fail(f"runs {pending} did not finish within {FINAL_TIMEOUT_S} s")
-        time.sleep(0.3)
+            if time.monotonic() > deadline:
+                pending = sorted(set(runs) - set(final))
+                pytest.fail(f"runs {pending} did not finish within {FINAL_TIMEOUT_S} s")
+            time.sleep(0.3)
     return final
 
 
@@ -120,13 +160,9 @@ def write_config(folder: Path) -> Path:
 
 @pytest.mark.docker
 def test_the_worker_refuses_foreign_commands_entrypoints_and_variables(
-    prefect_server: str, tmp_path: Path
+    prefect_server: str, pool_worker: Worker, tmp_path: Path
 ) -> None:
-    from prefect.client.schemas.actions import WorkPoolCreate
-    from prefect.workers.process import ProcessWorker
-
-    url = prefect_server
-    pool = f"safety-{uuid.uuid4().hex[:8]}"
+    url, pool = prefect_server, pool_worker.pool
     names = ("command", "entrypoint", "env", "working_dir")
     markers = {name: tmp_path / f"marker-{name}" for name in names}
     # A flow of the attacker's own, and a module on a path it injects.
@@ -175,13 +211,6 @@ def test_the_worker_refuses_foreign_commands_entrypoints_and_variables(
         },
     }
     with api(url) as client:
-        client.create_work_pool(
-            WorkPoolCreate(
-                name=pool,
-                type="process",
-                base_job_template=ProcessWorker.get_default_base_job_template(),
-            )
-        )
         flow_id = client.create_flow_from_name("scheduled-collect")
         runs: dict[str, Any] = {}
         for name, attack in attacks.items():
@@ -195,8 +224,8 @@ def test_the_worker_refuses_foreign_commands_entrypoints_and_variables(
             )
             runs[name] = client.create_flow_run_from_deployment(deployment_id).id
 
-    with worker(url, tmp_path, pool) as log:
-        final = wait_for_final_states(url, runs, list(markers.values()))
+    log = pool_worker.started()
+    final = wait_for_final_states(url, runs, list(markers.values()))
     for name, attack in attacks.items():
         state = final[name].state
         assert not state.is_completed(), (name, state)
@@ -212,29 +241,55 @@ def test_the_worker_refuses_foreign_commands_entrypoints_and_variables(
 
 @pytest.mark.docker
 def test_a_worldtrace_deployment_still_runs(
-    prefect_server: str, terminal_image: str, tmp_path: Path
+    prefect_server: str, pool_worker: Worker, terminal_image: str, tmp_path: Path
 ) -> None:
-    url = prefect_server
-    pool = f"safety-{uuid.uuid4().hex[:8]}"
+    url, pool = prefect_server, pool_worker.pool
     config = write_config(tmp_path)
-    deployed = subprocess.run(
-        [*CLI, "deploy", str(config), "--name", pool, "--pool", pool],
-        cwd=tmp_path,
-        env=client_env(url),
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert deployed.returncode == 0, deployed.stderr
+    deployed = deploy_here(url, tmp_path, str(config), "--name", pool, "--pool", pool)
+    assert deployed.exit_code == 0, deployed.output
     with api(url) as client:
         deployment = client.read_deployment_by_name(f"scheduled-collect/{pool}")
         assert deployment.entrypoint == COLLECT
         run_id = client.create_flow_run_from_deployment(deployment.id).id
-    with worker(url, tmp_path, pool):
-        (run,) = wait_for_final_states(url, {"legit": run_id}, []).values()
+    pool_worker.started()
+    (run,) = wait_for_final_states(url, {"legit": run_id}, []).values()
     assert run.state.is_completed(), run.state
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert list((run_dir / "raw" / "episodes").glob("*.jsonl"))
+
+
+CLI_LOGGERS = ("", "prefect", "datasets", "huggingface_hub", "httpx", "urllib3")
+"""The loggers a ``worldtrace`` command sets up (worldtrace/flows/logs.py)."""
+
+
+def deploy_here(url: str, cwd: Path, *args: str) -> Any:
+    """``worldtrace deploy ARGS`` in ``cwd`` against ``url``, in this process (typer's runner):
+    the command without the ~4 s of CPU a new interpreter spends importing what this process
+    has. The environment, the folder and the logging it sets up are put back after."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from typer.testing import CliRunner
+
+    from worldtrace.flows.cli import app
+
+    loggers = [logging.getLogger(name) for name in CLI_LOGGERS]
+    saved = [(logger.handlers[:], logger.level) for logger in loggers]
+    try:
+        with (
+            mock.patch.dict(os.environ),
+            contextlib.chdir(cwd),
+            temporary_settings({PREFECT_API_URL: url}),
+        ):
+            result = CliRunner().invoke(app, ["deploy", *args], env={"PREFECT_API_URL": url})
+    finally:
+        for logger, (handlers, level) in zip(loggers, saved, strict=True):
+            for handler in logger.handlers:
+                if handler not in handlers:
+                    handler.close()
+            logger.handlers[:] = handlers
+            logger.setLevel(level)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception  # with its traceback, not an exit code of 1
+    return result
 
 
 def test_check_flow_run_names_what_it_refuses(tmp_path: Path) -> None:
