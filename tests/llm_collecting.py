@@ -15,12 +15,9 @@ ends truncated with the reason.
 from __future__ import annotations
 
 import json
-import logging
-import os
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,14 +25,13 @@ from typing import Any
 import polars as pl
 import yaml
 from datasets import Dataset
-from typer.testing import CliRunner
 
+from tests import in_process
 from tests.collecting import curate_and_publish, export_both, rows_of
 from tests.llm_server import MODEL, Reply, Responder, StandInModelServer
 from tests.prefect_server import client_env
 from worldtrace.collectors.base import INVALID_REPLY
 from worldtrace.collectors.recorder import read_episode
-from worldtrace.flows.cli import app
 from worldtrace.schemas import Episode, Transition, from_row
 
 Counts = tuple[int, int]
@@ -133,62 +129,16 @@ def collect_here(
 def worldtrace_here(
     prefect_server: str, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``worldtrace ARGS`` in this process, through typer's test runner, as a process would run
-    it: pointed at the session's Prefect server, with ``env`` in its environment.
+    """``worldtrace ARGS`` in this process (tests/in_process.py), its result as a process's.
 
-    For the tests whose subject is what a command does, not its process: a ``worldtrace``
-    process costs about 6 s of CPU before its first episode (the imports of Prefect, datasets
-    and pydantic models), which this process paid once. Prefect reads its settings once, at
-    import, so they are overridden here too. An exception the command's error boundary does not
-    turn into a message fails the test with its traceback, as a crashed process's traceback
-    would. What a process would print through handlers made before the command ran (Prefect's
+    What a process would print through handlers made before the command ran (Prefect's
     console) is not in the returned stderr: a test about what the process prints runs it in a
     process of its own (:func:`run_collect`).
     """
-    from prefect.events.worker import EventsWorker
-    from prefect.logging.handlers import APILogWorker
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    with _restored_after(), temporary_settings({PREFECT_API_URL: prefect_server}):
-        os.environ.update({"PREFECT_API_URL": prefect_server, **(env or {})})
-        try:
-            result = CliRunner().invoke(app, list(args), catch_exceptions=False)
-        finally:
-            # The logs and events still queued are sent now, as a process sends them when it
-            # exits: at this process's exit the server may be gone, and Prefect's client
-            # would try again for a minute (it did: 77 s at the end of a session).
-            APILogWorker.drain_all()
-            EventsWorker.drain_all()
+    result = in_process.worldtrace_here(prefect_server, *args, env=env)
     return subprocess.CompletedProcess(
         ["worldtrace", *args], result.exit_code, result.stdout, result.stderr
     )
-
-
-_COMMAND_LOGGERS = ("", "prefect", "datasets", "huggingface_hub", "httpx", "urllib3")
-"""The loggers a command gives its log file (worldtrace/flows/logs.py), the root first."""
-
-
-@contextmanager
-def _restored_after() -> Iterator[None]:
-    """This process's environment and the command's loggers as they were before the block.
-
-    A command sets its log file, log levels and a reaper's mark in the environment and sends
-    the root logger (at INFO) to its log file: the tests that follow in this worker get
-    neither, nor pytest's log capture taken away.
-    """
-    environ = dict(os.environ)
-    loggers = [logging.getLogger(name) for name in _COMMAND_LOGGERS]
-    kept = [(logger, logger.level, list(logger.handlers)) for logger in loggers]
-    try:
-        yield
-    finally:
-        for logger, level, handlers in kept:
-            for handler in set(logger.handlers) - set(handlers):
-                handler.close()
-            logger.handlers[:] = handlers
-            logger.setLevel(level)
-        os.environ.clear()
-        os.environ.update(environ)
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,8 @@ kill).
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
-import logging
 import os
 import signal
 import socket
@@ -29,13 +27,13 @@ from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import docker
 import polars as pl
 import pytest
 import yaml
 
+from tests.in_process import worldtrace_here
 from worldtrace.collectors.recorder import read_episode
 from worldtrace.flows.scheduled import run_stamp
 from worldtrace.flows.slots import machine_limit_name
@@ -81,43 +79,11 @@ def wt(url: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-CLI_LOGGERS = ("", "prefect", "datasets", "huggingface_hub", "httpx", "urllib3")
-"""The loggers a ``worldtrace`` command sets up (worldtrace/flows/logs.py), put back after
-:func:`wt_here`."""
-
-
 def wt_here(url: str, cwd: Path, *args: str) -> Any:
-    """``worldtrace ARGS`` in ``cwd`` against ``url``, in this process (typer's runner).
-
-    The command as :func:`wt` runs it, without the seconds of imports a new interpreter spends
-    (~4 s of CPU for ``deploy``; this process has them already). The environment, the folder
-    and the logging the command sets up for itself are put back after.
-    """
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-    from typer.testing import CliRunner
-
-    from worldtrace.flows.cli import app
-
-    loggers = [logging.getLogger(name) for name in CLI_LOGGERS]
-    saved = [(logger.handlers[:], logger.level) for logger in loggers]
-    try:
-        with (
-            mock.patch.dict(os.environ),
-            contextlib.chdir(cwd),
-            temporary_settings({PREFECT_API_URL: url}),
-        ):
-            env = {"PREFECT_API_URL": url, "COLUMNS": "200"}  # as for `wt`
-            result = CliRunner().invoke(app, list(args), env=env)
-    finally:
-        for logger, (handlers, level) in zip(loggers, saved, strict=True):
-            for handler in logger.handlers:
-                if handler not in handlers:
-                    handler.close()
-            logger.handlers[:] = handlers
-            logger.setLevel(level)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception  # with its traceback, not an exit code of 1
-    return result
+    """``worldtrace ARGS`` in ``cwd`` against ``url``, in this process (tests/in_process.py):
+    the command as :func:`wt` runs it, without the ~4 s of CPU a new interpreter spends on
+    imports this process has."""
+    return worldtrace_here(url, *args, cwd=cwd, env={"COLUMNS": "200"})  # as for `wt`
 
 
 @contextmanager

@@ -12,8 +12,6 @@ same worker (one for the module: its start is seconds of imports, made while a t
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
 import signal
 import subprocess
@@ -25,11 +23,11 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pytest
 import yaml
 
+from tests.in_process import worldtrace_here
 from worldtrace.flows.deploy import RefusedFlowRun, check_flow_run, check_working_dir
 
 CLI = [sys.executable, "-m", "worldtrace.flows.cli"]
@@ -258,38 +256,10 @@ def test_a_worldtrace_deployment_still_runs(
     assert list((run_dir / "raw" / "episodes").glob("*.jsonl"))
 
 
-CLI_LOGGERS = ("", "prefect", "datasets", "huggingface_hub", "httpx", "urllib3")
-"""The loggers a ``worldtrace`` command sets up (worldtrace/flows/logs.py)."""
-
-
 def deploy_here(url: str, cwd: Path, *args: str) -> Any:
-    """``worldtrace deploy ARGS`` in ``cwd`` against ``url``, in this process (typer's runner):
-    the command without the ~4 s of CPU a new interpreter spends importing what this process
-    has. The environment, the folder and the logging it sets up are put back after."""
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-    from typer.testing import CliRunner
-
-    from worldtrace.flows.cli import app
-
-    loggers = [logging.getLogger(name) for name in CLI_LOGGERS]
-    saved = [(logger.handlers[:], logger.level) for logger in loggers]
-    try:
-        with (
-            mock.patch.dict(os.environ),
-            contextlib.chdir(cwd),
-            temporary_settings({PREFECT_API_URL: url}),
-        ):
-            result = CliRunner().invoke(app, ["deploy", *args], env={"PREFECT_API_URL": url})
-    finally:
-        for logger, (handlers, level) in zip(loggers, saved, strict=True):
-            for handler in logger.handlers:
-                if handler not in handlers:
-                    handler.close()
-            logger.handlers[:] = handlers
-            logger.setLevel(level)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception  # with its traceback, not an exit code of 1
-    return result
+    """``worldtrace deploy ARGS`` in ``cwd`` against ``url``, in this process
+    (tests/in_process.py): without the ~4 s of CPU a new interpreter spends on imports."""
+    return worldtrace_here(url, "deploy", *args, cwd=cwd)
 
 
 def test_check_flow_run_names_what_it_refuses(tmp_path: Path) -> None:
