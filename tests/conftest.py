@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.in_process import send_prefect_queues
 from tests.prefect_server import ServerProcess
 
 _CACHES = Path(tempfile.mkdtemp(prefix="worldtrace-test-caches-"))
@@ -71,13 +72,7 @@ def _start_server() -> ServerProcess:
 
 def _stop_server() -> None:
     if _SERVER and "prefect" in sys.modules:
-        # Logs and events this process's flows queued for the server go out while it still
-        # answers: at this process's exit Prefect's client would try it for a minute.
-        from prefect.events.worker import EventsWorker
-        from prefect.logging.handlers import APILogWorker
-
-        APILogWorker.drain_all()
-        EventsWorker.drain_all()
+        send_prefect_queues()
     while _SERVER:
         _SERVER.pop().stop()
 

@@ -33,8 +33,6 @@ def worldtrace_here(
     again for a minute). An exception the command's error boundary does not turn into a
     message is raised with its traceback, as a crashed process would print it.
     """
-    from prefect.events.worker import EventsWorker
-    from prefect.logging.handlers import APILogWorker
     from prefect.settings import PREFECT_API_URL, temporary_settings
     from typer.testing import CliRunner
 
@@ -54,8 +52,17 @@ def worldtrace_here(
                 catch_exceptions=False,
             )
         finally:
-            APILogWorker.drain_all()
-            EventsWorker.drain_all()
+            send_prefect_queues()
+
+
+def send_prefect_queues() -> None:
+    """Send the logs and events this process's flows queued for the Prefect server, now, while
+    it answers: at this process's exit Prefect's client would try a gone server for a minute."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all()
+    EventsWorker.drain_all()
 
 
 @contextlib.contextmanager
