@@ -119,3 +119,12 @@ def running_server(home: Path) -> Iterator[str]:
 def client_env(url: str) -> dict[str, str]:
     """This process's environment with ``worldtrace`` commands pointed at the server ``url``."""
     return os.environ | {"PREFECT_API_URL": url}
+
+
+def wait_until_polling(process: subprocess.Popen[bytes], log: Path, deadline: float) -> None:
+    """Wait until the ``worldtrace worker`` ``process`` logging to ``log`` polls its pool
+    (Prefect's "started!" line), failing the test if it exits or ``deadline`` passes first."""
+    while b"started!" not in log.read_bytes():  # it polls from now on
+        assert process.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, "the worker did not start"
+        time.sleep(0.1)

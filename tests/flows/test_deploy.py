@@ -34,6 +34,7 @@ import pytest
 import yaml
 
 from tests.in_process import worldtrace_here
+from tests.prefect_server import wait_until_polling
 from worldtrace.collectors.recorder import read_episode
 from worldtrace.flows.scheduled import run_stamp
 from worldtrace.flows.slots import machine_limit_name
@@ -101,10 +102,7 @@ def starting_workers(
     def wait_started() -> None:
         deadline = time.monotonic() + 60
         for process, log_path, _ in started:
-            while b"started!" not in log_path.read_bytes():  # polling from now on
-                assert process.poll() is None, log_path.read_text()
-                assert time.monotonic() < deadline, "the worker did not start"
-                time.sleep(0.1)
+            wait_until_polling(process, log_path, deadline)
 
     try:
         for _ in range(count):

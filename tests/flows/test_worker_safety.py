@@ -28,6 +28,7 @@ import pytest
 import yaml
 
 from tests.in_process import worldtrace_here
+from tests.prefect_server import wait_until_polling
 from worldtrace.flows.deploy import RefusedFlowRun, check_flow_run, check_working_dir
 
 CLI = [sys.executable, "-m", "worldtrace.flows.cli"]
@@ -66,11 +67,7 @@ class Worker:
 
     def started(self) -> Path:
         """Wait until it polls its pool (and check it still does); return its log file."""
-        deadline = time.monotonic() + 120
-        while b"started!" not in self.log.read_bytes():  # it polls from now on
-            assert self.process.poll() is None, self.log.read_text()
-            assert time.monotonic() < deadline, "the worker did not start"
-            time.sleep(0.1)
+        wait_until_polling(self.process, self.log, time.monotonic() + 120)
         assert self.process.poll() is None, self.log.read_text()  # an earlier test's worker
         return self.log
 
