@@ -231,7 +231,9 @@ def deploy(
             + (f", part {part} of {parts}" if parts > 1 else ""),
             **schedule,
         )
-        ids.append(str(deployment.apply(work_pool_name=pool)))
+        # _sync: where an asyncio loop is marked running in this thread (a notebook; a thread
+        # that drove Playwright's sync API) apply() would hand back a coroutine, not run.
+        ids.append(str(deployment.apply(work_pool_name=pool, _sync=True)))
         names.append(f"{target.name}/{deployment_name}")
     return Deployed(
         deployment_ids=ids,

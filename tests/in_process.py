@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from unittest import mock
@@ -57,12 +58,22 @@ def worldtrace_here(
 
 def send_prefect_queues() -> None:
     """Send the logs and events this process's flows queued for the Prefect server, now, while
-    it answers: at this process's exit Prefect's client would try a gone server for a minute."""
+    it answers: at this process's exit Prefect's client would try a gone server for a minute.
+
+    From a thread of its own: in a thread whose asyncio loop is marked running (one that drove
+    Playwright's sync API, as the web tests do) ``drain_all`` returns a coroutine instead of
+    waiting.
+    """
     from prefect.events.worker import EventsWorker
     from prefect.logging.handlers import APILogWorker
 
-    APILogWorker.drain_all()
-    EventsWorker.drain_all()
+    def drain() -> None:
+        APILogWorker.drain_all()
+        EventsWorker.drain_all()
+
+    sender = threading.Thread(target=drain, name="send-prefect-queues")
+    sender.start()
+    sender.join()
 
 
 @contextlib.contextmanager

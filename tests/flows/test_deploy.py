@@ -285,6 +285,29 @@ def test_bad_input_creates_nothing(
             client.read_work_pool("never-made")
 
 
+def test_deploy_registers_the_deployment_where_an_event_loop_runs(
+    server: str, tmp_path: Path
+) -> None:
+    # A thread whose loop is marked running (a notebook; a thread that drove Playwright's
+    # sync API, as the web tests do in this process): Prefect's apply() handed back a
+    # coroutine, and deploy reported its repr as the id of a deployment it never made.
+    import asyncio
+
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from worldtrace.flows.deploy import deploy
+
+    async def deploy_in_a_running_loop() -> Any:
+        return deploy(write_config(tmp_path), "in-a-loop", interval=3600)
+
+    with temporary_settings({PREFECT_API_URL: server}):
+        deployed = asyncio.run(deploy_in_a_running_loop())
+    with api(server) as client:
+        found = client.read_deployment_by_name("scheduled-collect/in-a-loop")
+        client.delete_deployment(found.id)
+    assert deployed.deployment_ids == [str(found.id)]
+
+
 def test_an_interval_deployment_is_run_by_a_worker(server: str, tmp_path: Path) -> None:
     from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterName
 
