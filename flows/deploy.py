@@ -233,7 +233,9 @@ def deploy(
         )
         # _sync: where an asyncio loop is marked running in this thread (a notebook; a thread
         # that drove Playwright's sync API) apply() would hand back a coroutine, not run.
-        ids.append(str(deployment.apply(work_pool_name=pool, _sync=True)))
+        # Prefect's async_dispatch takes it but types the call as the sync method's.
+        applied = deployment.apply(work_pool_name=pool, _sync=True)  # type: ignore[call-arg]
+        ids.append(str(applied))
         names.append(f"{target.name}/{deployment_name}")
     return Deployed(
         deployment_ids=ids,
