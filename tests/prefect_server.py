@@ -121,10 +121,22 @@ def client_env(url: str) -> dict[str, str]:
     return os.environ | {"PREFECT_API_URL": url}
 
 
-def wait_until_polling(process: subprocess.Popen[bytes], log: Path, deadline: float) -> None:
+WORKER_START_TIMEOUT_S = 180
+"""Seconds a ``worldtrace worker`` may take to poll its pool: seconds on an idle machine. In a
+full run (load average about 4) one of two workers started together had not polled after 60 s
+(the deadline then) while the other already ran a flow: its log held only its first line, and
+what it does before polling is a few calls to the shared SQLite server, then busy with the
+other worker's run and the other tests. A wait for readiness, not a measure of speed."""
+
+
+def wait_until_polling(
+    process: subprocess.Popen[bytes], log: Path, deadline: float | None = None
+) -> None:
     """Wait until the ``worldtrace worker`` ``process`` logging to ``log`` polls its pool
-    (Prefect's "started!" line), failing the test if it exits or ``deadline`` passes first."""
+    (Prefect's "started!" line), failing the test if it exits or ``deadline`` passes first
+    (default: :data:`WORKER_START_TIMEOUT_S` from now)."""
+    deadline = deadline or time.monotonic() + WORKER_START_TIMEOUT_S
     while b"started!" not in log.read_bytes():  # it polls from now on
         assert process.poll() is None, log.read_text()
-        assert time.monotonic() < deadline, "the worker did not start"
+        assert time.monotonic() < deadline, f"the worker did not start:\n{log.read_text()}"
         time.sleep(0.1)

@@ -34,7 +34,7 @@ import pytest
 import yaml
 
 from tests.in_process import worldtrace_here
-from tests.prefect_server import wait_until_polling
+from tests.prefect_server import WORKER_START_TIMEOUT_S, wait_until_polling
 from worldtrace.collectors.recorder import read_episode
 from worldtrace.flows.scheduled import run_stamp
 from worldtrace.flows.slots import machine_limit_name
@@ -100,7 +100,7 @@ def starting_workers(
     started: list[tuple[subprocess.Popen[bytes], Path, Any]] = []
 
     def wait_started() -> None:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + WORKER_START_TIMEOUT_S  # all of them, started together
         for process, log_path, _ in started:
             wait_until_polling(process, log_path, deadline)
 

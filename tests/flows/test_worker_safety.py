@@ -67,7 +67,7 @@ class Worker:
 
     def started(self) -> Path:
         """Wait until it polls its pool (and check it still does); return its log file."""
-        wait_until_polling(self.process, self.log, time.monotonic() + 120)
+        wait_until_polling(self.process, self.log)
         assert self.process.poll() is None, self.log.read_text()  # an earlier test's worker
         return self.log
 
