@@ -43,6 +43,14 @@ def _run(argv: list[str], what: str) -> None:
         raise DiskError(f"{what} failed ({' '.join(argv)}): {result.stderr.strip()[-500:]}")
 
 
+DISK_HASH_SEED = "5d2f3a1e-7c44-4b1f-9a8e-2b6c0d9e4f17"
+"""The directory-hash seed (and UUID) of every sandbox disk. ext4 lists a directory in the
+order of its names' hashes, and mkfs draws the seed at random: each episode's fresh disk
+listed the same files in another order (`find`, `ls -f`, `os.listdir`, `grep -r`), and the
+exploring walks of two same-seed runs parted there. One seed is what one machine's disk
+has."""
+
+
 class SandboxDisk:
     """One sandbox's capped filesystem; :meth:`path` gives a folder on it per writable path."""
 
@@ -68,7 +76,11 @@ class SandboxDisk:
             # No journal and no reserved blocks: the sandbox gets the whole cap, and a disk
             # that lives for one episode needs no crash recovery.
             _run(
-                ["mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal", str(self.image)],
+                [
+                    *("mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal"),
+                    *("-U", DISK_HASH_SEED, "-E", f"hash_seed={DISK_HASH_SEED}"),
+                    str(self.image),
+                ],
                 "formatting a sandbox disk",
             )
             _run(

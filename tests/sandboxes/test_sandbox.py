@@ -189,6 +189,28 @@ def test_writable_paths_are_binds_of_the_disk_seeded_with_the_image_content(term
         assert ".bashrc" in sandbox.exec(["ls", "-A", home]).text
 
 
+def test_two_disks_list_the_same_files_in_the_same_order() -> None:
+    # ext4 lists a directory in its names' hash order; with a seed drawn at random per disk,
+    # each episode's workspace listed the same files in another order.
+    from worldtrace.sandboxes.disk import SandboxDisk
+
+    names = [f"file-{k:02d}.txt" for k in range(30)]
+    listings = []
+    for name, order in (("wt-test-order-a", names), ("wt-test-order-b", names[::-1])):
+        disk = SandboxDisk(name, 16).create()
+        try:
+            folder = disk.path(0)
+            folder.mkdir()
+            for file in order:
+                (folder / file).write_text(file)
+            listings.append(os.listdir(folder))
+        finally:
+            disk.release()
+    assert sorted(listings[0]) == names
+    assert listings[0] != names  # hash order, not the order of creation or of names
+    assert listings[0] == listings[1]
+
+
 def test_a_disk_left_by_a_killed_owner_is_released_by_gc(terminal_image):
     from worldtrace.sandboxes.disk import SandboxDisk, disk_root
     from worldtrace.sandboxes.docker import gc
