@@ -135,7 +135,8 @@ def wait_until_polling(
     """Wait until the ``worldtrace worker`` ``process`` logging to ``log`` polls its pool
     (Prefect's "started!" line), failing the test if it exits or ``deadline`` passes first
     (default: :data:`WORKER_START_TIMEOUT_S` from now)."""
-    deadline = deadline or time.monotonic() + WORKER_START_TIMEOUT_S
+    if deadline is None:
+        deadline = time.monotonic() + WORKER_START_TIMEOUT_S
     while b"started!" not in log.read_bytes():  # it polls from now on
         assert process.poll() is None, log.read_text()
         assert time.monotonic() < deadline, f"the worker did not start:\n{log.read_text()}"
