@@ -34,7 +34,7 @@ reference-envs:
 # worker one after another, the longest folders first (tests/conftest.py, docs/testing.md).
 test: setup reference-envs
 	$(MAKE) lint
-	.venv/bin/pytest -q -p no:cacheprovider --durations=15 -n 2 --dist loadgroup --no-loadscope-reorder
+	.venv/bin/pytest -q -p no:cacheprovider --durations=15 -n 3 --dist loadgroup --no-loadscope-reorder
 
 lint: typecheck
 	.venv/bin/ruff check .

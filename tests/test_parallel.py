@@ -1,4 +1,4 @@
-"""`make test`'s two worker processes keep a module whole, and the web tests in one worker.
+"""`make test`'s worker processes keep a module whole, and the web tests in one worker.
 
 The grouping lives in tests/conftest.py (:func:`tests.conftest.xdist_group`); pytest-xdist
 honours it only while it can rewrite test ids (pytest 9.2 stopped it, silently). This runs a
