@@ -29,9 +29,10 @@ reference-envs:
 
 # --durations: every run names its slowest tests, to keep the suite inside its budget.
 # lint first: a lint or type error fails the run before the suite's long minutes.
-# Two worker processes: a serial run leaves about half of the two cores idle (tests wait on
-# containers, browsers and servers). Each module runs whole in one worker, the web tests in one
-# worker one after another, the longest folders first (tests/conftest.py, docs/testing.md).
+# Three worker processes: a serial run leaves about half of the two cores idle (tests wait on
+# containers, browsers and servers), and three ended sooner than two on 2026-12-02. Each
+# module runs whole in one worker, the web tests in one worker one after another, the longest
+# folders first (tests/conftest.py, docs/testing.md).
 test: setup reference-envs
 	$(MAKE) lint
 	.venv/bin/pytest -q -p no:cacheprovider --durations=15 -n 3 --dist loadgroup --no-loadscope-reorder
