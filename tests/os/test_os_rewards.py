@@ -10,12 +10,13 @@ while the genuine task still scores 1.0.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from worldtrace.collectors.os.actions import click, press, write
+from worldtrace.collectors.os.actions import click, special, write
 from worldtrace.collectors.os.environment import OsEnvironment
 from worldtrace.collectors.os.tasks import load_tasks, tree_has
 
@@ -30,6 +31,13 @@ IMPOSTOR = (
     "w.add(e); w.show_all(); Gtk.main()' &\n"
 )
 """What the agent types into the desktop's terminal: a window that calls itself galculator."""
+IMPOSTOR_START_TIMEOUT_S = 120
+"""Seconds the impostor's window may take to appear: a readiness wait, not a measure."""
+
+
+def galculators(tree: dict[str, Any]) -> list[dict[str, Any]]:
+    """The desktop's applications called galculator (the real one, and any impostor)."""
+    return [app for app in tree["children"] if app["name"] == "galculator"]
 
 
 def nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -58,13 +66,19 @@ def test_a_window_calling_itself_galculator_earns_nothing(os_env: OsEnvironment)
     assert opened.error is None and opened.observation["focused"]["app"] == "lxterminal"
     typed = os_env.step(write(IMPOSTOR), 60)
     assert typed.error is None
-    if not tree_has(typed.observation["tree"], "galculator", "text", "84"):
-        typed = os_env.step(press("enter"), 60)  # nothing new on screen yet: look again
+    # The impostor's Python imports GTK before its window maps: seconds, and more than one
+    # step's settling on a loaded machine (four test workers on two cores), so the agent looks
+    # again until the window is there, as an agent would.
+    deadline = time.monotonic() + IMPOSTOR_START_TIMEOUT_S
+    while len(galculators(typed.observation["tree"])) < 2:
+        assert time.monotonic() < deadline, [
+            a["name"] for a in typed.observation["tree"]["children"]
+        ]
+        typed = os_env.step(special("WAIT"), 60)
+        assert typed.error is None
     # The attack took: an application named galculator shows 84 (galculator itself shows 0),
     # which is what the check read before.
     tree = typed.observation["tree"]
-    impostors = [app for app in tree["children"] if app["name"] == "galculator"]
-    assert len(impostors) == 2, [app["name"] for app in tree["children"]]
     assert tree_has(tree, *TASK.check_tree)
     assert os_env.final_tree() is not None and tree_has(os_env.final_tree(), *TASK.check_tree)
     # The check reads only the galculator the environment launched.
