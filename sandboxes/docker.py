@@ -48,7 +48,7 @@ from docker.models.containers import Container
 from docker.models.images import Image
 from docker.types import Mount
 
-from worldtrace.sandboxes import remote, seccomp, view
+from worldtrace.sandboxes import page_cache, remote, seccomp, view
 from worldtrace.sandboxes.clock import ClockError, SandboxClock, release_folder
 from worldtrace.sandboxes.disk import DiskError, SandboxDisk, collect_orphans
 from worldtrace.sandboxes.engine import docker_client
@@ -331,6 +331,8 @@ class DockerSandbox:
                 f"a sandbox on {elsewhere} cannot have a disk cap (a capped disk is a loop "
                 "device of this machine); set limits.disk_mb to null"
             )
+        if not elsewhere:
+            page_cache.warm(image)  # resident sizes the agent sees must not depend on others
         if self.limits.disk_mb is not None:
             self._disk = self._make_disk(name, image)
             mounts += [

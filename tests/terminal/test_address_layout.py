@@ -11,13 +11,19 @@ episodes measure the same, and nothing else of the sandbox's rules changed.
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 
+import docker
 import pytest
 
 from worldtrace.collectors.terminal.actions import command
 from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
 from worldtrace.collectors.terminal.screen import plain_screen
+from worldtrace.sandboxes import page_cache
 
 pytestmark = pytest.mark.docker
 
@@ -53,3 +59,44 @@ def test_processes_measure_the_same_in_every_run(terminal_image: str) -> None:
     assert shown["pers"] == "00040000", shown  # ADDR_NO_RANDOMIZE, inherited by the shell
     # Only ADDR_NO_RANDOMIZE was added: Docker's refusals stand (UNAME26, setarch -L).
     assert shown["uname26"] == "refused", shown
+
+
+MEASURE_IN_A_NEW_PROCESS = (
+    "import json, sys; from tests.terminal.test_address_layout import measured; "
+    "print(json.dumps(measured(sys.argv[1])[0]))"
+)
+
+
+def measured_in_a_new_process(image: str) -> list[int]:
+    """:func:`measured` in a fresh ``python``, as a new ``worldtrace collect`` would be."""
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURE_IN_A_NEW_PROCESS, image],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def image_files(image: str) -> list[str]:
+    """The image's programs and libraries, in its layer folders on this machine."""
+    folders = page_cache.layer_folders(docker.from_env().images.get(image))
+    assert folders, "the engine here stores images in overlay2 folders"
+    return [path for folder in folders for path in page_cache.mapped_files(folder)]
+
+
+def test_what_other_processes_of_the_machine_read_does_not_change_what_ps_shows(
+    terminal_image: str,
+) -> None:
+    """Before, the kernel mapped whatever neighbouring library pages others had cached: the
+    same ``sleep`` measured 2376 kB with the image's files evicted and 2384 kB once another
+    process had read them all."""
+    files = image_files(terminal_image)
+    for path in files:  # as after memory pressure: the image's pages leave the cache
+        with open(path, "rb") as file:
+            os.posix_fadvise(file.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    before = measured_in_a_new_process(terminal_image)
+    for path in files:  # as another sandbox of the machine reading them would
+        with open(path, "rb") as file:
+            while file.read(1 << 20):
+                pass
+    assert measured_in_a_new_process(terminal_image) == before
