@@ -234,6 +234,10 @@ def meminfo(memory_mb: int) -> str:
     return "".join(f"{name + ':':<16}{value:>8} kB\n" for name, value in rows.items())
 
 
+BTIME_ROUNDING_S = 1
+"""Added to the boot time the view shows: ``btime`` is rounded down (see setup_environment)."""
+
+
 def setup_environment(
     memory_mb: int,
     cpus: float,
@@ -248,13 +252,17 @@ def setup_environment(
     are bound into the view writable.
 
     ``clock_offset_s`` moves the boot time ``/proc/stat`` shows onto the episode's clock (and
-    is the offset the clock library shifts file times by). ``disk_mb`` is the size ``df /``
-    shows (the disk cap; without one, :data:`UNCAPPED_ROOT_MB`).
+    is the offset the clock library shifts file times by), one second later still: the
+    kernel's ``btime`` is whole seconds rounded down, so ps (``btime`` plus a process's start
+    ticks) would date a process up to a second before it started, and a shell started in the
+    episode's first second before the clock's start (08:59:59 on a clock starting at 09:00);
+    moved up, a process is dated less than a second after it started, never before.
+    ``disk_mb`` is the size ``df /`` shows (the disk cap; without one, :data:`UNCAPPED_ROOT_MB`).
     """
     return {
         "VIEW_PID_FILE": PID_FILE,
         "VIEW_DISK_MB": str(disk_mb if disk_mb is not None else UNCAPPED_ROOT_MB),
-        "VIEW_BOOT_SHIFT": str(clock_offset_s),
+        "VIEW_BOOT_SHIFT": str(clock_offset_s + BTIME_ROUNDING_S),
         "VIEW_INNER": INNER,
         "VIEW_MEMINFO": meminfo(memory_mb),
         "VIEW_TMPFS_KB": str(memory_mb * 1024 // 2),

@@ -134,3 +134,36 @@ def test_the_agent_sees_its_processes_started_on_the_episode_clock():
     started = screen.splitlines()[-2]
     assert started.startswith("Mon Mar  3 09:00:"), screen
     assert started.endswith(" 2025"), screen
+
+
+# Each line: when the shell asked the clock, then when ps says the process it started next
+# began (both as seconds of the episode's clock). Printed through variables, so the command's
+# own echo on the screen never matches.
+STARTED_AFTER = (
+    "for i in 1 2 3 4 5 6 7 8; do t=$(date +%s.%N); sleep 30 & p=$!; "
+    's=$(ps -o lstart= -p $p); kill $p; echo "asked=$t began=$(date -d "$s" +%s)"; '
+    "sleep 0.$i; done 2>/dev/null"
+)
+
+
+def test_ps_never_dates_a_process_before_the_clock_said_it_was_started():
+    # /proc/stat's btime is whole seconds, rounded down: ps (btime plus the process's start
+    # ticks) dated a process up to a second too early, and a shell started in the episode's
+    # first second showed 08:59:59 on a clock that starts at 09:00:00.
+    import re
+
+    from worldtrace.collectors.terminal.actions import command
+    from worldtrace.collectors.terminal.environment import TerminalConfig, TerminalEnvironment
+    from worldtrace.collectors.terminal.screen import plain_screen
+
+    env = TerminalEnvironment(TerminalConfig(clock_start=START))
+    try:
+        env.reset(seed=0, task=None)
+        outcome = env.step(command(STARTED_AFTER), timeout_s=60)
+    finally:
+        env.close()
+    screen = plain_screen(outcome.observation["screen"])
+    pairs = re.findall(r"^asked=(\d+)\.\d+ began=(\d+)\s*$", screen, re.MULTILINE)
+    assert len(pairs) == 8, screen
+    assert all(int(began) >= int(asked) for asked, began in pairs), pairs
+    assert all(int(began) - int(asked) <= 2 for asked, began in pairs), pairs
