@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -228,6 +229,27 @@ class Environment(ABC, Generic[ConfigT, TaskT]):
     """A real environment: reset to a fresh state, step with actions, describe its versions."""
 
     config: ConfigT
+    _last: RawObservation | None = None
+    """The observation the environment returned last (what a step that changed nothing, or
+    could not be observed, shows again)."""
+
+    def _outcome(
+        self,
+        observation: RawObservation,
+        started: float,
+        error: str | None,
+        truncated: bool = False,
+        terminated: bool = False,
+    ) -> StepOutcome:
+        """Keep ``observation`` as the last one; the step's outcome, timed from ``started``."""
+        self._last = observation
+        return StepOutcome(
+            observation=observation,
+            latency_s=time.monotonic() - started,
+            terminated=terminated,
+            truncated=truncated,
+            error=error,
+        )
 
     @abstractmethod
     def reset(self, seed: int, task: TaskT | None) -> RawObservation:

@@ -11,7 +11,6 @@ refused new processes ends the episode. Their configs share :class:`SandboxConfi
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
@@ -228,23 +227,6 @@ class DriverEnvironment(Environment[ConfigT, TaskT]):
             f"{refused} new processes were refused"
         )
         return self._outcome(observation, started, error=error, truncated=True)
-
-    def _outcome(
-        self,
-        observation: RawObservation,
-        started: float,
-        error: str | None,
-        truncated: bool = False,
-        terminated: bool = False,
-    ) -> StepOutcome:
-        self._last = observation
-        return StepOutcome(
-            observation=observation,
-            latency_s=time.monotonic() - started,
-            terminated=terminated,
-            truncated=truncated,
-            error=error,
-        )
 
     def close(self) -> None:
         """Stop the driver and remove the container."""

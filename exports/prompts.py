@@ -103,8 +103,9 @@ _WORLDS: dict[str, tuple[str, str]] = {
     ),
     "android": (
         "an Android phone",
-        "i.e. the current screen's view hierarchy, one UI element per line with its id, "
-        "class, text and bounds, as the environment prints it.",
+        "i.e. a header naming the app in front, whether the keyboard shows and the focused "
+        "element, then the screen's UI elements one per line (index, class, text, "
+        "description, hint, resource id, bounds and flags), as the environment prints it.",
     ),
 }
 
