@@ -173,12 +173,20 @@ class AndroidDevice:
             orientation=int(rotation[1]) if rotation else 0,
         )
 
-    def screenshot_png(self) -> str:
-        """The screen as a base64 PNG."""
-        image = self.call("takeScreenshot", self.ui.screenshot)
+    def screenshot(self) -> dict[str, str]:
+        """The screen as the device gives it, base64.
+
+        ``{"jpeg": …}`` from uiautomator's ``takeScreenshot``, or ``{"png": …}`` from
+        ``screencap`` where that returns none. Kept as sent: turning the JPEG into the PNG a
+        record holds is the renderer's work (at normalization), not the step's.
+        """
+        jpeg = self.call("takeScreenshot", self.ui.jsonrpc.takeScreenshot, 1, 80)
+        if jpeg:
+            return {"jpeg": str(jpeg)}
+        image = self.call("screencap", self.adb.screenshot)
         out = io.BytesIO()
-        image.save(out, format="PNG")
-        return base64.b64encode(out.getvalue()).decode()
+        image.save(out, format="PNG", compress_level=1)
+        return {"png": base64.b64encode(out.getvalue()).decode()}
 
     def tap(self, x: int, y: int) -> None:
         """A tap."""

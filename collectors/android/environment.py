@@ -301,7 +301,7 @@ class AndroidEnvironment(Environment[AndroidConfig, AndroidTask]):
                 "settled": settled,
                 "seconds": round(time.monotonic() - started, 3),
             },
-            "screenshot_png": self.device.screenshot_png() if config.screenshot else None,
+            "screenshot": self.device.screenshot() if config.screenshot else None,
         }
         self._last = observation
         return observation

@@ -1,9 +1,10 @@
 """Android raw records → canonical observations: the screen's elements, one indexed line each.
 
 The raw observation holds what the device gave: the hierarchy XML (``hierarchy``, lossless),
-the screenshot (``screenshot_png``, base64), the foreground package and activity, the
-orientation and whether the keyboard shows. The text (format :data:`FORMAT`, ``uia-elements``)
-is a header of three lines, then AgentWorldBench's element lines:
+the screenshot as the device sent it (``screenshot``: ``jpeg`` or ``png``, base64; rendered as
+PNG), the foreground package and activity, the orientation and whether the keyboard shows.
+The text (format :data:`FORMAT`, ``uia-elements``) is a header of three lines, then
+AgentWorldBench's element lines:
 
     [app] com.android.contacts/.activities.ContactEditorActivity
     [keyboard] shown
@@ -21,8 +22,11 @@ element has the focus; a screen without elements says ``[no elements]``.
 from __future__ import annotations
 
 import base64
+import io
 import json
 from typing import Any
+
+from PIL import Image
 
 from worldtrace.collectors.android.elements import (
     Element,
@@ -103,6 +107,21 @@ def _focus(element: Element | None) -> str:
     return " ".join([f"[{element.index:2d}]", element.class_name, *_labels(element, res=False)])
 
 
+def screenshot_png(raw: RawObservation) -> bytes | None:
+    """The raw record's screenshot as PNG: the device's JPEG converted, or its PNG as is."""
+    shot = raw.get("screenshot") or {}
+    if shot.get("png"):
+        return base64.b64decode(shot["png"])
+    if not shot.get("jpeg"):
+        return None
+    image = Image.open(io.BytesIO(base64.b64decode(shot["jpeg"])))
+    out = io.BytesIO()
+    # The fastest zlib level: 24 ms for a 1080x2400 screen against 44 ms at the default, for
+    # files about 1.7 times as large.
+    image.save(out, format="PNG", compress_level=1)
+    return out.getvalue()
+
+
 class AndroidRenderer(Renderer):
     """Renders Android raw observations as ``uia-elements`` text with the screenshot."""
 
@@ -113,12 +132,8 @@ class AndroidRenderer(Renderer):
             meta["error"] = raw.get("error")
         if raw.get("device_lost"):
             meta["device_lost"] = True
-        png = raw.get("screenshot_png")
         return Observation(
-            format=FORMAT,
-            text=screen_text(raw),
-            screenshot=base64.b64decode(png) if png else None,
-            meta=meta,
+            format=FORMAT, text=screen_text(raw), screenshot=screenshot_png(raw), meta=meta
         )
 
 
