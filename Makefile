@@ -29,13 +29,14 @@ reference-envs:
 
 # --durations: every run names its slowest tests, to keep the suite inside its budget.
 # lint first: a lint or type error fails the run before the suite's long minutes.
-# Three worker processes: a serial run leaves about half of the two cores idle (tests wait on
-# containers, browsers and servers), and three ended sooner than two on 2026-12-02. Each
-# module runs whole in one worker, the web tests in one worker one after another, the longest
-# folders first (tests/conftest.py, docs/testing.md).
+# Four worker processes: a serial run leaves about half of the two cores idle (tests wait on
+# containers, browsers and servers); on 2026-12-02 four ended 10-30% sooner than three, and
+# two, three and four each sooner than the one before (docs/testing.md). Each module runs whole
+# in one worker, the web tests in one worker one after another, the longest folders first
+# (tests/conftest.py).
 test: setup reference-envs
 	$(MAKE) lint
-	.venv/bin/pytest -q -p no:cacheprovider --durations=15 -n 3 --dist loadgroup --no-loadscope-reorder
+	.venv/bin/pytest -q -p no:cacheprovider --durations=15 -n 4 --dist loadgroup --no-loadscope-reorder
 
 lint: typecheck
 	.venv/bin/ruff check .

@@ -82,7 +82,7 @@ def _uses_server(item: pytest.Item) -> bool:
 
 
 IN_WORKER = "PYTEST_XDIST_WORKER" in os.environ
-"""Whether this process is one of the suite's parallel workers (`make test`: ``-n 3``)."""
+"""Whether this process is one of the suite's parallel workers (`make test`: ``-n 4``)."""
 
 ONE_GROUP = {"web": "tests/web"}
 """Folders whose modules all run in one worker, one after another: the web tests' host
