@@ -37,16 +37,20 @@ from pathlib import Path
 from typing import Any
 
 from common import loadavg, log, machine_info, write_report
-from rich.console import Console
-from rich.table import Table
 
-from worldtrace.collectors.android.actions import make_action
-from worldtrace.collectors.android.device import LOOK_COMMAND, AndroidDevice
-from worldtrace.collectors.android.environment import AndroidConfig, AndroidEnvironment
-from worldtrace.collectors.android.render import AndroidRenderer, screen_text
-from worldtrace.collectors.android.tasks import load_tasks
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the stand-in device lives in tests/
 
-ROOT = Path(__file__).resolve().parents[1]
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from tests.android.standin import standin_process  # noqa: E402
+from worldtrace.collectors.android.actions import make_action  # noqa: E402
+from worldtrace.collectors.android.device import LOOK_COMMAND, AndroidDevice  # noqa: E402
+from worldtrace.collectors.android.environment import AndroidConfig, AndroidEnvironment  # noqa: E402
+from worldtrace.collectors.android.render import AndroidRenderer, screen_text  # noqa: E402
+from worldtrace.collectors.android.tasks import load_tasks  # noqa: E402
+
 RESULTS_FILE = Path(__file__).resolve().parent / "results" / "android.json"
 TARGET_RATIO = 1.1
 WIFI_TASK = next(task for task in load_tasks() if task.name == "settings-wifi-off")
@@ -64,19 +68,12 @@ def free_port() -> int:
 @contextmanager
 def standin_device() -> Iterator[tuple[str, str]]:
     """A stand-in device in its own process, and an adb server of ours: (serial, server)."""
-    adb_port, device_port = free_port(), free_port()
+    adb_port = free_port()
     subprocess.run(["adb", "-P", str(adb_port), "start-server"], check=True, capture_output=True)
-    device = subprocess.Popen(
-        [sys.executable, "-m", "tests.android.standin", "--port", str(device_port)],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
     try:
-        assert device.stdout is not None
-        device.stdout.readline()  # listening
-        yield f"127.0.0.1:{device_port}", f"127.0.0.1:{adb_port}"
+        with standin_process(free_port()) as serial:
+            yield serial, f"127.0.0.1:{adb_port}"
     finally:
-        device.terminate()
-        device.wait(timeout=30)
         subprocess.run(["adb", "-P", str(adb_port), "kill-server"], capture_output=True)
 
 

@@ -5,37 +5,27 @@ the same commands as every other domain."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.android.conftest import AdbServer
+from tests.android.standin import standin_process
 from tests.collecting import curate_and_publish, episode_rewards, export_both, invoke, rows_of
 from tests.prefect_server import free_port
 from worldtrace.collectors.android.tasks import load_tasks
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def standin_port(adb_server: AdbServer) -> Iterator[int]:
     """A stand-in device in a process of its own, in the foreground as the README starts it."""
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.android.standin", "--port", str(port)],
-        cwd=REPO, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None
-        assert f"adb connect 127.0.0.1:{port}" in process.stdout.readline()
-        yield port
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        adb_server.client.disconnect(f"127.0.0.1:{port}")
+    with standin_process(port) as serial:
+        try:
+            yield port
+        finally:
+            adb_server.client.disconnect(serial)
 
 
 def test_collect_android_then_curate_publish_load_and_export(

@@ -16,7 +16,12 @@ model of a phone with state (:mod:`~tests.android.standin.device`, screens in
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from tests.android.standin.adb import AdbListener, Service
 from tests.android.standin.device import PROPERTIES, StandinDevice
@@ -66,6 +71,27 @@ class StandinPhone:
         self.uiautomator.stop()
         if self._thread is not None:
             self._thread.join(timeout=10)
+
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@contextmanager
+def standin_process(port: int) -> Iterator[str]:
+    """``python -m tests.android.standin --port PORT`` in a process of its own, as a person
+    starts it; its serial once it listens. Stopped at the end."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.android.standin", "--port", str(port)],
+        cwd=REPO, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert f"adb connect 127.0.0.1:{port}" in line, line
+        yield f"127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
 
 
 def _banner() -> str:
