@@ -131,7 +131,6 @@ class AndroidEnvironment(Environment[AndroidConfig, AndroidTask]):
         self._last: RawObservation | None = None
         self._elements: list[Element] = []
         self._task: AndroidTask | None = None
-        self._reset_record: dict[str, Any] = {}
 
     @property
     def device(self) -> AndroidDevice:
@@ -148,12 +147,12 @@ class AndroidEnvironment(Environment[AndroidConfig, AndroidTask]):
         self._task = task
         try:
             self._device = AndroidDevice(self._serial, config.adb_server)
-            self._reset_record = self._bring_to_start(task)
+            reset = self._bring_to_start(task)
             observation = self._observe()
         except DeviceLost as lost:
             self._give_back(lost=str(lost))
             raise
-        observation["reset"] = self._reset_record
+        observation["reset"] = reset
         return observation
 
     def _bring_to_start(self, task: AndroidTask | None) -> dict[str, Any]:

@@ -20,7 +20,7 @@ and the same screens give the same actions, in any process.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -166,8 +166,3 @@ def _key(screen: tuple[str, str], element: Element) -> tuple[str, ...]:
         element.content_description,
         element.resource_name,
     )
-
-
-def explore_params(params: Mapping[str, Any]) -> AndroidExploreParams:
-    """The typed parameters of a config's ``policy.params``."""
-    return AndroidExploreParams.validated(params)

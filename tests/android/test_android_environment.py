@@ -14,7 +14,7 @@ from worldtrace.collectors.android import AndroidCollector
 from worldtrace.collectors.android.actions import make_action
 from worldtrace.collectors.android.environment import AndroidConfig, AndroidEnvironment
 from worldtrace.collectors.android.render import screen_text
-from worldtrace.collectors.android.tasks import load_tasks
+from worldtrace.collectors.android.tasks import AndroidTask, load_tasks
 
 LAUNCHER = "\n".join(
     (
@@ -43,7 +43,7 @@ def environment(
     return AndroidEnvironment(config)
 
 
-def task(name: str):  # type: ignore[no-untyped-def]
+def task(name: str) -> AndroidTask:
     return next(task for task in load_tasks() if task.name == name)
 
 
