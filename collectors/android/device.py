@@ -40,6 +40,9 @@ INPUT_SHOWN = re.compile(r"mInputShown=true")
 LOOK_COMMAND = "dumpsys window windows; dumpsys input_method"
 """One shell call that tells the focused window, a running transition and the keyboard."""
 
+DEMO_MODE = "com.android.systemui.demo"
+"""The broadcast SystemUI's demo mode listens to (the status bar screenshots use)."""
+
 SWIPE_FRACTION = 0.3
 """A scroll or swipe moves the finger across this share of the target (from its middle)."""
 
@@ -224,6 +227,32 @@ class AndroidDevice:
     def push(self, content: bytes, path: str) -> None:
         """Write a file on the device."""
         self.call(f"push {path}", self.adb.sync.push, content, path, check=True)
+
+    def freeze_status_bar(self, hhmm: str) -> str:
+        """Put the status bar into SystemUI's demo mode; the answers of the broadcasts.
+
+        Its clock at ``hhmm``, the battery full and unplugged, no notification icons.
+        :class:`SandboxError` if SystemUI did not take them (a device without demo mode).
+        """
+        demo = f"am broadcast -a {DEMO_MODE} -e command"
+        commands = (
+            "settings put global sysui_demo_allowed 1",
+            f"{demo} enter",
+            f"{demo} clock -e hhmm {hhmm}",
+            f"{demo} battery -e level 100 -e plugged false",
+            f"{demo} notifications -e visible false",
+        )
+        answer = self.shell("; ".join(commands)).output
+        if answer.count("Broadcast completed") != len(commands) - 1:
+            raise SandboxError(
+                f"the status bar of {self.serial} did not enter SystemUI's demo mode: "
+                f"{answer.strip() or 'no answer'} (set demo_status_bar: false to keep it live)"
+            )
+        return answer.strip()
+
+    def thaw_status_bar(self) -> None:
+        """Leave SystemUI's demo mode: the status bar shows the device's own state again."""
+        self.shell(f"am broadcast -a {DEMO_MODE} -e command exit")
 
     def load_snapshot(self, name: str) -> str:
         """Load an emulator's snapshot (``adb emu avd snapshot load``); the console's answer."""

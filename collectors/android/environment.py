@@ -9,7 +9,11 @@ and brings it to the task's starting state as the config says (``reset``):
 - ``snapshot``: load the emulator snapshot ``snapshot`` (``adb emu avd snapshot load``), then
   go home and open the start app.
 
-The first observation records which (``reset``). A step performs the action on the element
+Unless ``demo_status_bar`` is off, the status bar is frozen with SystemUI's demo mode (its
+clock at ``status_bar_clock``, the battery full, no notification icons) so that the time of
+collection and the device's own life do not reach the element list or the screenshot; demo
+mode is left when the device is given back. The first observation records all this
+(``reset``). A step performs the action on the element
 list of the observation before it (an ``index`` is resolved to the element's centre), then
 waits until the screen settles: two hierarchy dumps in a row agree and no window transition
 runs, checked every ``settle_poll_s`` for at most ``settle_timeout_s``. An index the screen
@@ -21,6 +25,7 @@ takes the next device.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import Mapping
@@ -94,6 +99,18 @@ class AndroidConfig(EnvironmentConfig):
         description="the app names `open_app` knows, each with its package",
     )
     screenshot: bool = Field(default=True, description="record a screenshot with each observation")
+    demo_status_bar: bool = Field(
+        default=True,
+        description="freeze the status bar with SystemUI's demo mode for each episode (clock "
+        "at `status_bar_clock`, battery full, no notification icons), so neither the "
+        "collection's time nor the device's battery and notifications reach the rows (demo "
+        "mode is left when the device is given back); false: the status bar as it is",
+    )
+    status_bar_clock: str = Field(
+        default="0900",
+        pattern=r"^([01]\d|2[0-3])[0-5]\d$",
+        description="the time the frozen status bar shows (hhmm, 24-hour)",
+    )
     settle_timeout_s: float = Field(
         default=5, gt=0, description="longest wait for the screen to settle after an action"
     )
@@ -170,6 +187,9 @@ class AndroidEnvironment(Environment[AndroidConfig, AndroidTask]):
             if result.returncode != 0:
                 raise TaskSetupError(f"`{command}` failed: {result.output}")
         record["setup"] = list(setup)
+        if self.config.demo_status_bar:
+            device.freeze_status_bar(self.config.status_bar_clock)
+        record["status_bar"] = self._status_bar()
         device.key("home")
         if task is not None and task.start_app:
             device.launch(task.start_app)
@@ -322,7 +342,7 @@ class AndroidEnvironment(Environment[AndroidConfig, AndroidTask]):
         """The device (model, Android, build), uiautomator2, the screen and the task's apps."""
         packages = tuple(self._task.apps) if self._task is not None else ()
         identity = self.device.identity(packages)
-        components = {**identity, "reset": self.config.reset}
+        components = {**identity, "reset": self.config.reset, "status_bar": self._status_bar()}
         if self.config.reset == "snapshot":
             components["snapshot"] = self.config.snapshot
         return EnvironmentRef(
@@ -332,7 +352,15 @@ class AndroidEnvironment(Environment[AndroidConfig, AndroidTask]):
             config_hash=self.config.config_hash(),
         )
 
+    def _status_bar(self) -> str:
+        """What the status bar shows: ``demo hhmm`` (frozen) or ``live``."""
+        return f"demo {self.config.status_bar_clock}" if self.config.demo_status_bar else "live"
+
     def _give_back(self, lost: str | None = None) -> None:
+        if self._device is not None and lost is None and self.config.demo_status_bar:
+            # a device gone takes its demo mode with it; the next borrow finds it lost
+            with contextlib.suppress(DeviceLost):
+                self._device.thaw_status_bar()
         if self._serial is not None:
             POOL.give_back(self._serial, lost=lost)
         self._serial = None

@@ -6,6 +6,7 @@ server (tests/android/conftest.py); the environment talks to them as to any devi
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from tests.android.conftest import AdbServer
@@ -27,6 +28,12 @@ LAUNCHER = "\n".join(
         "| bounds=[60,1900][300,2160] | clickable, long-clickable, focusable",
         '[ 2] | android.widget.TextView | text="Contacts" desc="Contacts" '
         "| bounds=[330,1900][570,2160] | clickable, long-clickable, focusable",
+        '[ 3] | android.widget.FrameLayout | res="com.android.systemui:id/status_bar" '
+        "| bounds=[0,0][1080,118]",
+        '[ 4] | android.widget.TextView | text="09:00" desc="09:00" '
+        'res="com.android.systemui:id/clock" | bounds=[48,30][200,90]',
+        '[ 5] | android.widget.LinearLayout | desc="Battery 100 percent." '
+        'res="com.android.systemui:id/battery" | bounds=[940,30][1032,90]',
     )
 )
 
@@ -62,6 +69,30 @@ def test_the_launcher_is_an_indexed_element_list(
     observation = AndroidCollector().renderer().observation(first)
     assert observation.format == "uia-elements" and observation.screenshot is not None
     assert observation.screenshot.startswith(b"\x89PNG")
+
+
+def test_the_status_bar_shows_demo_mode_not_the_collection_time_and_is_given_back_live(
+    adb_server: AdbServer, phone: StandinPhone
+) -> None:
+    phone.device.state.battery = 41
+    live_clock = f'text="{time.strftime("%H:%M")}"'
+    demo = "0730" if time.strftime("%H") != "07" else "1930"  # never the device's own hour
+    env = environment(adb_server, phone, status_bar_clock=demo)
+    try:
+        frozen = screen_text(env.reset(0, None))
+        assert env.describe().components["status_bar"] == f"demo {demo}"
+    finally:
+        env.close()
+    assert f'text="{demo[:2]}:{demo[2:]}"' in frozen and "Battery 100 percent." in frozen, frozen
+    assert live_clock not in frozen and "Battery 41" not in frozen
+    assert phone.device.state.demo is None  # demo mode left with the device
+    live = environment(adb_server, phone, demo_status_bar=False)
+    try:
+        seen = screen_text(live.reset(0, None))
+        assert live.describe().components["status_bar"] == "live"
+    finally:
+        live.close()
+    assert "Battery 41 percent." in seen and f'text="{demo[:2]}:' not in seen, seen
 
 
 def test_a_click_on_a_toggle_changes_the_next_state_and_the_device(
@@ -116,7 +147,7 @@ def test_an_index_the_screen_lacks_is_an_error_and_changes_nothing(
         outcome = env.step(make_action("click", index=42), 30)
     finally:
         env.close()
-    assert outcome.error == "no element 42 on this screen (elements 0 to 2)"
+    assert outcome.error == "no element 42 on this screen (elements 0 to 5)"
     assert screen_text(outcome.observation) == screen_text(first)
     assert outcome.observation["hierarchy"] == first["hierarchy"]
 

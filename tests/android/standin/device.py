@@ -84,6 +84,15 @@ class DeviceState:
     details: dict[str, str] = field(default_factory=dict)
     """The contact the details screen shows (kept while a deletion's transition runs)."""
     clipboard: str | None = None
+    demo: dict[str, str] | None = None
+    """SystemUI's demo mode once entered: what its status bar shows (``clock``, ``battery``)."""
+    battery: int = 87
+
+    def status_bar(self) -> tuple[str, int]:
+        """The status bar's clock and battery level: the device's own, or demo mode's."""
+        demo = self.demo or {}
+        hhmm = demo.get("clock") or time.strftime("%H%M")
+        return f"{hhmm[:2]}:{hhmm[2:]}", int(demo.get("battery", self.battery))
 
     def setting(self, namespace: str, key: str) -> str | None:
         """A value of ``settings``; None if unset."""
@@ -291,6 +300,23 @@ class StandinDevice:
             self._return_to((LAUNCHER, screens.ACTIVITIES[LAUNCHER]))
 
         self._later(home)
+
+    def demo_command(self, extras: dict[str, str]) -> None:
+        """A ``com.android.systemui.demo`` broadcast: ignored unless the global setting
+        ``sysui_demo_allowed`` is 1, as SystemUI does."""
+        with self._lock:
+            state = self.state
+            if state.setting("global", "sysui_demo_allowed") != "1":
+                return
+            command = extras.get("command")
+            if command == "enter":
+                state.demo = state.demo or {}
+            elif command == "exit":
+                state.demo = None
+            elif state.demo is not None and command == "clock" and "hhmm" in extras:
+                state.demo["clock"] = extras["hhmm"]
+            elif state.demo is not None and command == "battery" and "level" in extras:
+                state.demo["battery"] = extras["level"]
 
     # --- packages ----------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The stand-in device's screens: a launcher, Settings, Contacts and a keyboard, as view trees.
+"""The stand-in device's screens: a launcher, Settings, Contacts, a keyboard and the status bar.
 
 Each screen is built from the device's state (:class:`~tests.android.standin.device.DeviceState`)
 every time it is looked at, so what the hierarchy and the screenshot show is what the state
@@ -31,6 +31,7 @@ LAUNCHER = "com.android.launcher3"
 SETTINGS = "com.android.settings"
 CONTACTS = "com.android.contacts"
 KEYBOARD = "com.android.inputmethod.latin"
+SYSTEMUI = "com.android.systemui"
 
 ACTIVITIES = {
     LAUNCHER: ".uioverride.QuickstepLauncher",
@@ -88,11 +89,41 @@ class Node:
 
 
 def screen_windows(state: DeviceState) -> list[Node]:
-    """The windows on screen, bottom first: the foreground app's, then the keyboard's if shown."""
+    """The windows on screen, bottom first: the foreground app's, the keyboard's if shown, and
+    the status bar's."""
     windows = [_app_window(state)]
     if state.keyboard_shown:
         windows.append(_keyboard())
+    windows.append(_status_bar(state))
     return windows
+
+
+def _status_bar(state: DeviceState) -> Node:
+    """SystemUI's status bar: the clock (the device's time, or demo mode's) and the battery."""
+    clock, battery = state.status_bar()
+    return Node(
+        "android.widget.FrameLayout",
+        (0, 0, WIDTH, STATUS_BAR),
+        SYSTEMUI,
+        resource_id=f"{SYSTEMUI}:id/status_bar",
+        children=[
+            Node(
+                "android.widget.TextView",
+                (48, 30, 200, 90),
+                SYSTEMUI,
+                text=clock,
+                desc=clock,
+                resource_id=f"{SYSTEMUI}:id/clock",
+            ),
+            Node(
+                "android.widget.LinearLayout",
+                (940, 30, 1032, 90),
+                SYSTEMUI,
+                desc=f"Battery {battery} percent.",
+                resource_id=f"{SYSTEMUI}:id/battery",
+            ),
+        ],
+    )
 
 
 def target_at(windows: list[Node], x: int, y: int) -> Node | None:
@@ -418,10 +449,11 @@ def screenshot(windows: list[Node], image_format: str = "PNG", quality: int = 80
     """The screen as pixels: every view's box, its text or description, switches by state."""
     image = Image.new("RGB", (WIDTH, HEIGHT), "white")
     draw = ImageDraw.Draw(image)
-    draw.rectangle((0, 0, WIDTH, STATUS_BAR), fill=(32, 33, 36))
     for window in windows:
         if window.package == KEYBOARD:
             draw.rectangle(window.bounds, fill=(232, 234, 237))
+        if window.package == SYSTEMUI:
+            draw.rectangle(window.bounds, fill=(32, 33, 36))
         for node in window.walk()[1:]:
             _draw_node(draw, node)
     out = io.BytesIO()
@@ -443,4 +475,6 @@ def _draw_node(draw: ImageDraw.ImageDraw, node: Node) -> None:
     label = node.text or node.desc or (node.hint if node.cls.endswith("EditText") else "")
     if label:
         colour = (95, 99, 104) if not node.text and node.hint else (32, 33, 36)
+        if node.package == SYSTEMUI:
+            colour = (255, 255, 255)
         draw.text((left + 16, top + 16), label, fill=colour, font_size=44)

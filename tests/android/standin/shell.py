@@ -195,7 +195,23 @@ class StandinShell:
             if self.device.launch(package, activity or None):
                 return f"Starting: Intent {{ cmp={package}/{activity} }}\n".encode(), 0
             return f"Error: Activity not started, unable to resolve Intent {package}\n".encode(), 1
+        if args[:1] == ["broadcast"] and "-a" in args:
+            return self._broadcast(args[args.index("-a") + 1], args)
         return b"", 1
+
+    def _broadcast(self, action: str, args: list[str]) -> Result:
+        """``am broadcast -a ACTION -e KEY VALUE …``: SystemUI's demo mode hears its own."""
+        extras = {
+            args[position + 1]: args[position + 2]
+            for position in range(len(args) - 2)
+            if args[position] in {"-e", "--es"}
+        }
+        if action == "com.android.systemui.demo":
+            self.device.demo_command(extras)
+        return (
+            f"Broadcasting: Intent {{ act={action} flg=0x400000 (has extras) }}\n"
+            "Broadcast completed: result=0\n"
+        ).encode(), 0
 
     def _monkey(self, args: list[str]) -> Result:
         package = args[args.index("-p") + 1] if "-p" in args else ""
