@@ -55,7 +55,7 @@ from worldtrace.schemas.raw import RawObservation
 
 OBSERVATION_VERSION = "2"
 """What the observation text holds; recorded in the environment identity (``describe()``)."""
-SETTLE_VERSION = "3"
+SETTLE_VERSION = "4"
 """When the driver reads a step's observation (its settling rules); in the identity too.
 
 2: a program the input started is waited for until its AT-SPI frame shows and is filled, the

@@ -545,3 +545,67 @@ def test_a_dialog_the_window_manager_is_slow_to_map_is_read_once_it_is_mapped_an
     finally:
         bare_sandbox.exec(["pkill", "-CONT", "-x", "openbox"])
         driver.close()
+
+
+POINTER_LOG = """
+from Xlib import X, display
+
+screen = display.Display(":0")
+window = screen.screen().root.create_window(
+    600, 300, 300, 300, 0, screen.screen().root_depth,
+    background_pixel=screen.screen().white_pixel, override_redirect=True,
+    event_mask=X.EnterWindowMask | X.PointerMotionMask | X.ButtonPressMask,
+)
+window.map()
+screen.sync()
+print("ready", flush=True)
+names = {X.EnterNotify: "enter", X.MotionNotify: "motion", X.ButtonPress: "press"}
+while True:
+    event = screen.next_event()
+    if event.type in names:
+        print(names[event.type], event.time, flush=True)
+"""
+"""Run in the desktop: a window at (600, 300)-(900, 600) that prints each pointer event it gets
+with the X server's time of it (milliseconds)."""
+
+APPROACH_S = 0.15  # desktop_driver.APPROACH_S
+
+
+def pointer_log(box: DockerSandbox) -> list[str]:
+    """The lines POINTER_LOG printed so far."""
+    return box.exec(["cat", "/tmp/pointer.log"]).stdout.decode().splitlines()
+
+
+def test_a_click_moves_the_pointer_and_rests_before_it_presses(
+    bare_sandbox: DockerSandbox,
+) -> None:
+    bare_sandbox.put_file("/tmp/pointer_log.py", POINTER_LOG.encode())
+    driver = Driver(bare_sandbox)
+    try:
+        driver.ok("start", launch=[["mousepad", NOTES]])
+        driver.act("moveTo", 100, 700)
+        bare_sandbox.start_background(
+            ["python3", "/tmp/pointer_log.py"], "/tmp/pointer.log", user="user",
+            env={"DISPLAY": ":0"},
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while pointer_log(bare_sandbox)[:1] != ["ready"]:
+            assert time.monotonic() < deadline, pointer_log(bare_sandbox)
+            time.sleep(0.05)
+        assert driver.act("click", 750, 450)["error"] is None
+        events = [(kind, int(time)) for kind, time in map(str.split, pointer_log(bare_sandbox)[1:])]
+        assert [kind for kind, _ in events].count("press") == 1, events
+        arrived = events[0]
+        pressed = next(event for event in events if event[0] == "press")
+        # The window saw the pointer arrive, then, a hand's rest later, the press.
+        assert arrived[0] == "enter" and pressed[1] - arrived[1] >= APPROACH_S * 1000 - 1, events
+        assert driver.act("click", 750, 450)["error"] is None  # already there: no rest
+        again = [
+            (kind, int(time))
+            for kind, time in map(str.split, pointer_log(bare_sandbox)[1 + len(events) :])
+        ]
+        assert [kind for kind, _ in again if kind != "motion"] == ["press"], again
+        assert again[-1][1] - again[0][1] < APPROACH_S * 1000, again
+    finally:
+        bare_sandbox.exec(["pkill", "-f", "/tmp/pointer_log.py"])
+        driver.close()

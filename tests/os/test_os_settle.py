@@ -63,7 +63,7 @@ def test_a_dock_click_is_read_once_the_application_is_shown(
 ) -> None:
     os_env = env
     first = os_env.reset(0, None)
-    assert os_env.describe().components["settle"] == SETTLE_VERSION == "3"
+    assert os_env.describe().components["settle"] == SETTLE_VERSION == "4"
     outcome = os_env.step(click(*dock_button(first["tree"], button)), 60)
     observation = outcome.observation
     assert outcome.error is None

@@ -96,7 +96,10 @@ Requests and replies:
       {"action_s", "settle_s", "tree_s", "screenshot_s"}.
       "function" is one of click, doubleClick, rightClick, moveTo, dragTo, write, typewrite,
       press, hotkey, scroll, keyDown, keyUp, mouseDown, mouseUp (run by pyautogui against
-      the display, with FAILSAFE off and no pause), or WAIT, DONE, FAIL (no input).
+      the display, with FAILSAFE off and no pause), or WAIT, DONE, FAIL (no input). A call
+      that presses at a point (click, doubleClick, rightClick, mouseDown with x and y) first
+      moves the pointer there and lets it rest APPROACH_S = 0.15 s, unless it is there
+      already, as a hand does: the application sees the pointer arrive before the press.
       Before any input the call is checked and refused with "error" (nothing done, no
       settling) when: the function is unknown; the arguments do not fit pyautogui's
       signature or reach a parameter outside the allowed ones (x, y, clicks, interval,
@@ -215,6 +218,14 @@ SHOWN_CELL = 8
 """Grid cell (pixels) on which a window's uncovered share is counted."""
 NO_ACCESSIBILITY_GRACE_S = 0.5
 """How long a launched program with a window but no AT-SPI application is given to register."""
+APPROACH_S = 0.15
+"""How long the pointer rests where a press lands before the press: a hand moves, then presses.
+Without it the press follows the motion within a millisecond, and whether the application has
+seen the pointer arrive first (a tooltip under it hidden, a button under it lit) is a race
+between X clients: the same click then reached a tooltip in one run and the window below it
+in another."""
+PRESSES = frozenset({"click", "doubleClick", "rightClick", "mouseDown"})
+"""Calls that press a button where they are pointed (dragTo presses where the pointer is)."""
 HOVER_S = 0.8
 """Least settling after pointer input: GTK shows a tooltip 0.5 s after the pointer rests."""
 REACTION_S = 1.0
@@ -1669,7 +1680,30 @@ class Actor:
         if function in ("keyDown", "keyUp"):
             self.check_keys([values.get("key")])
         self.planned_s = self.planned_wait(function, values)
+        point = self.pointed_at(values)
+        if function in PRESSES and point is not None:
+            self.planned_s += APPROACH_S
+            return lambda: (self.approach(*point), target(*bound.args, **bound.kwargs))
         return lambda: target(*bound.args, **bound.kwargs)
+
+    @staticmethod
+    def pointed_at(values: dict[str, Any]) -> tuple[float, float] | None:
+        """The point a checked call names, or None (the pointer's place)."""
+        x, y = values.get("x"), values.get("y")
+        if isinstance(x, list | tuple):
+            x, y = x
+        return None if x is None or y is None else (x, y)
+
+    def approach(self, x: float, y: float) -> None:
+        """Move the pointer to (x, y) and rest there APPROACH_S before a press.
+
+        Nothing when it is there already.
+        """
+        if tuple(self.pyautogui.position()) == (round(x), round(y)):
+            return
+        self.pyautogui.moveTo(x, y)
+        self.x11._display.sync()
+        self.clock.sleep(APPROACH_S)
 
     def check_point(self, x: Any, y: Any) -> None:
         """Coordinates must be numbers on the screen (or both absent: the pointer's place)."""
