@@ -1,10 +1,13 @@
-"""Scripted Android tasks: change a setting, add or delete a contact, with the real state checked.
+"""Scripted Android tasks for the stock apps, each checked on the device's real state.
+
+Settings, Contacts, Clock and Files: the apps of an emulator image.
 
 A task names the apps it uses (``apps``: cleared with ``pm clear`` at an ``apps`` reset, and
 recorded with their version codes), the shell commands that seed its starting state after
 that (``setup``), the app opened at the start (``start_app``), its steps, and its check: a
 shell command whose output must match ``check_pattern`` once the work is done (``settings get
-global wifi_on`` answering 0, ``content query`` listing the new contact). The device is read,
+global wifi_on`` answering 0, ``content query`` listing the new contact, ``dumpsys alarm``
+naming the next alarm clock, ``ls`` listing a new folder). The device is read,
 not the screen, so an agent cannot earn the reward by making something look done.
 
 A step is an AndroidWorld action whose target may be written as a ``target`` instead of an
@@ -28,6 +31,31 @@ from worldtrace.schemas import Action
 SETTINGS = "com.android.settings"
 CONTACTS = "com.android.contacts"
 CONTACTS_PROVIDER = "com.android.providers.contacts"
+CLOCK = "com.android.deskclock"
+FILES = "com.android.documentsui"
+
+PHONES_QUERY = (
+    "content query --uri content://com.android.contacts/data/phones --projection display_name:data1"
+)
+"""Every contact's name and phone number, as the provider holds them."""
+
+
+def seed_contact(raw_contact_id: int, name: str, phone: str) -> tuple[str, ...]:
+    """Shell commands that store a contact through the provider (``content insert``).
+
+    ``raw_contact_id`` is the id the provider gives the new raw contact: after ``pm clear`` of
+    the provider, the first is 1.
+    """
+    data = "content insert --uri content://com.android.contacts/data"
+    person = f"--bind raw_contact_id:i:{raw_contact_id}"
+    return (
+        "content insert --uri content://com.android.contacts/raw_contacts "
+        "--bind account_type:n: --bind account_name:n:",
+        f"{data} {person} --bind mimetype:s:vnd.android.cursor.item/name --bind 'data1:s:{name}'",
+        f"{data} {person} --bind mimetype:s:vnd.android.cursor.item/phone_v2 "
+        f"--bind 'data1:s:{phone}'",
+    )
+
 
 TARGET_KEYS = {
     "text": "text",
@@ -117,9 +145,60 @@ TASKS: tuple[AndroidTask, ...] = (
             step("click", target={"text": "Save"}),
             step("status", goal_status="complete"),
         ),
-        check_command="content query --uri content://com.android.contacts/data/phones "
-        "--projection display_name:data1",
+        check_command=PHONES_QUERY,
         check_pattern=r"display_name=Ada Lovelace, data1=555-0100",
+    ),
+    AndroidTask(
+        name="contacts-delete",
+        instruction="Delete the contact Grace Hopper; keep the others.",
+        category="contacts",
+        apps=(CONTACTS, CONTACTS_PROVIDER),
+        setup=(
+            *seed_contact(1, "Alan Turing", "555-0142"),
+            *seed_contact(2, "Grace Hopper", "555-0199"),
+        ),
+        start_app=CONTACTS,
+        steps=(
+            step("click", target={"text": "Grace Hopper"}),
+            step("click", target={"desc": "Delete"}),
+            step("status", goal_status="complete"),
+        ),
+        check_command=PHONES_QUERY,
+        check_pattern=r"\A(?![\s\S]*Grace Hopper)[\s\S]*display_name=Alan Turing, data1=555-0142",
+    ),
+    AndroidTask(
+        name="clock-alarm-0730",
+        instruction="Set an alarm for 07:30 in the Clock app.",
+        category="clock",
+        apps=(CLOCK,),
+        start_app=CLOCK,
+        steps=(
+            step("click", target={"desc": "Add alarm"}),
+            step("input_text", text="7", target={"res": "android:id/input_hour"}),
+            step("input_text", text="30", target={"res": "android:id/input_minute"}),
+            step("click", target={"text": "OK"}),
+            step("status", goal_status="complete"),
+        ),
+        # the Clock hands its next alarm to the system (setAlarmClock), which dumpsys shows
+        check_command="dumpsys alarm",
+        check_pattern=r"pendingSend:\w+ time:\d+ = \d{4}-\d\d-\d\d 07:30:00",
+    ),
+    AndroidTask(
+        name="files-new-folder",
+        instruction="In Files, create a folder named Reports in Downloads.",
+        category="files",
+        apps=(FILES,),
+        setup=("rm -rf /sdcard/Download/Reports", "mkdir -p /sdcard/Download"),
+        start_app=FILES,
+        steps=(
+            step("click", target={"desc": "More options"}),
+            step("click", target={"text": "New folder"}),
+            step("input_text", text="Reports", target={"class": "android.widget.EditText"}),
+            step("click", target={"text": "OK"}),
+            step("status", goal_status="complete"),
+        ),
+        check_command="ls /sdcard/Download",
+        check_pattern=r"^Reports$",
     ),
 )
 """The library, in order."""

@@ -32,14 +32,14 @@ def test_collect_android_then_curate_publish_load_and_export(
     tmp_path: Path, adb_server: AdbServer, standin_port: int
 ) -> None:
     invoke(
-        "collect", "android", "--episodes", "3",
+        "collect", "android", "--episodes", str(len(load_tasks())),
         "--env", f"device=127.0.0.1:{standin_port}",
         "--env", f"adb_server=127.0.0.1:{adb_server.port}",
         "--out", str(tmp_path / "runs"), "--run-name", "android",
     )  # fmt: skip
     run_dir = tmp_path / "runs" / "android"
     # Every scripted task's check holds against the device's real state.
-    assert episode_rewards(run_dir) == [1.0, 1.0, 1.0]
+    assert episode_rewards(run_dir) == [1.0] * len(load_tasks()) == [1.0] * 6
     rows = rows_of(run_dir, "android")
     assert [row.task for row in rows if row.step == 0] == [t.instruction for t in load_tasks()]
     for row in rows:
@@ -51,7 +51,8 @@ def test_collect_android_then_curate_publish_load_and_export(
         assert row.env.components["android_version"] == "14"
         assert row.next_observation.meta["package"]
     typed = [row for row in rows if row.action.name == "input_text"]
-    assert [row.action.arguments["text"] for row in typed] == ["Ada Lovelace", "555-0100"]
+    texts = [row.action.arguments["text"] for row in typed]
+    assert texts == ["Ada Lovelace", "555-0100", "7", "30", "Reports"]
     assert all(
         f'text="{row.action.arguments["text"]}"' in row.next_observation.text for row in typed
     )

@@ -25,14 +25,18 @@ LAUNCHER = "\n".join(
         '[ 0] | android.view.View | res="com.android.launcher3:id/workspace" '
         "| bounds=[0,118][1080,2400] | scrollable",
         '[ 1] | android.widget.TextView | text="Settings" desc="Settings" '
-        "| bounds=[60,1900][300,2160] | clickable, long-clickable, focusable",
+        "| bounds=[30,1900][270,2160] | clickable, long-clickable, focusable",
         '[ 2] | android.widget.TextView | text="Contacts" desc="Contacts" '
-        "| bounds=[330,1900][570,2160] | clickable, long-clickable, focusable",
-        '[ 3] | android.widget.FrameLayout | res="com.android.systemui:id/status_bar" '
+        "| bounds=[290,1900][530,2160] | clickable, long-clickable, focusable",
+        '[ 3] | android.widget.TextView | text="Clock" desc="Clock" '
+        "| bounds=[550,1900][790,2160] | clickable, long-clickable, focusable",
+        '[ 4] | android.widget.TextView | text="Files" desc="Files" '
+        "| bounds=[810,1900][1050,2160] | clickable, long-clickable, focusable",
+        '[ 5] | android.widget.FrameLayout | res="com.android.systemui:id/status_bar" '
         "| bounds=[0,0][1080,118]",
-        '[ 4] | android.widget.TextView | text="09:00" desc="09:00" '
+        '[ 6] | android.widget.TextView | text="09:00" desc="09:00" '
         'res="com.android.systemui:id/clock" | bounds=[48,30][200,90]',
-        '[ 5] | android.widget.LinearLayout | desc="Battery 100 percent." '
+        '[ 7] | android.widget.LinearLayout | desc="Battery 100 percent." '
         'res="com.android.systemui:id/battery" | bounds=[940,30][1032,90]',
     )
 )
@@ -95,6 +99,20 @@ def test_the_status_bar_shows_demo_mode_not_the_collection_time_and_is_given_bac
     assert "Battery 41 percent." in seen and f'text="{demo[:2]}:' not in seen, seen
 
 
+def test_no_task_holds_before_it_is_done(adb_server: AdbServer, phone: StandinPhone) -> None:
+    # the checks can fail: at each task's start (its apps cleared, its setup run) none holds
+    tasks = load_tasks()
+    assert {task.category for task in tasks} == {"settings", "contacts", "clock", "files"}
+    env = environment(adb_server, phone)
+    try:
+        for each in tasks:
+            first = env.reset(0, each)
+            assert env.evaluate(each) == 0.0, each.name
+            assert first["package"] == each.start_app, each.name
+    finally:
+        env.close()
+
+
 def test_a_click_on_a_toggle_changes_the_next_state_and_the_device(
     adb_server: AdbServer, phone: StandinPhone
 ) -> None:
@@ -147,7 +165,7 @@ def test_an_index_the_screen_lacks_is_an_error_and_changes_nothing(
         outcome = env.step(make_action("click", index=42), 30)
     finally:
         env.close()
-    assert outcome.error == "no element 42 on this screen (elements 0 to 5)"
+    assert outcome.error == "no element 42 on this screen (elements 0 to 7)"
     assert screen_text(outcome.observation) == screen_text(first)
     assert outcome.observation["hierarchy"] == first["hierarchy"]
 

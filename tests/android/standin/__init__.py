@@ -11,7 +11,9 @@ uiautomator server's HTTP JSON-RPC (:mod:`~tests.android.standin.uiautomator`) o
 model of a phone with state (:mod:`~tests.android.standin.device`, screens in
 :mod:`~tests.android.standin.screens`).
 
-``.venv/bin/python -m tests.android.standin --port PORT`` runs one in the foreground.
+A stand-in emulator (:mod:`~tests.android.standin.console`) adds the emulator's console, for
+``reset: snapshot``. ``.venv/bin/python -m tests.android.standin --port PORT`` runs a device in
+the foreground.
 """
 
 from __future__ import annotations
@@ -35,12 +37,15 @@ FEATURES = "cmd"
 
 
 class StandinPhone:
-    """One stand-in device listening for adb on ``port`` (0: a free one) of loopback."""
+    """One stand-in device listening for adb on ``port`` (0: a free one) of loopback.
 
-    def __init__(self, port: int = 0) -> None:
+    Its serial is ``127.0.0.1:PORT`` (what ``adb connect`` lists) unless named.
+    """
+
+    def __init__(self, port: int = 0, serial: str | None = None) -> None:
         self._listener = AdbListener(port, _banner(), self._open_service)
         self.port = self._listener.port
-        self.serial = f"127.0.0.1:{self.port}"
+        self.serial = serial or f"127.0.0.1:{self.port}"
         self.device = StandinDevice(self.serial)
         self.uiautomator = UiautomatorServers(self.device)
         self._services = device_services(StandinShell(self.device), self.device, self.uiautomator)

@@ -11,16 +11,27 @@ the screen before, as on a real device.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from tests.android.standin import screens
 from tests.android.standin.adb import Stream
-from tests.android.standin.screens import CONTACTS, KEYBOARD, LAUNCHER, SETTINGS, Node
+from tests.android.standin.screens import (
+    CLOCK,
+    CONTACTS,
+    FILES,
+    KEYBOARD,
+    LAUNCHER,
+    SETTINGS,
+    SYSTEMUI,
+    Node,
+)
 
 TRANSITION_S = 0.3
 """How long a change of screen takes to show."""
@@ -28,6 +39,9 @@ TRANSITION_S = 0.3
 CONTACTS_PROVIDER = "com.android.providers.contacts"
 CONTACTS_DB = f"/data/data/{CONTACTS_PROVIDER}/databases/contacts2.json"
 """Where the contacts live (clearing the provider's package clears them, as on a device)."""
+ALARMS_DB = f"/data/data/{CLOCK}/databases/alarms.json"
+"""The Clock's alarms (``pm clear com.android.deskclock`` clears them)."""
+DOWNLOADS = "/sdcard/Download"
 UIAUTOMATOR_JAR = "/data/local/tmp/u2.jar"
 UIAUTOMATOR_MAIN = "com.wetest.uia2.Main"
 FOLDER_MODE = 0o040755
@@ -37,7 +51,10 @@ PACKAGES = {
     SETTINGS: 34,
     CONTACTS: 1_000_347,
     CONTACTS_PROVIDER: 34,
+    CLOCK: 140_000,
+    FILES: 340_000,
     KEYBOARD: 34,
+    SYSTEMUI: 34,
 }
 """The installed packages and their version codes."""
 
@@ -76,6 +93,11 @@ class DeviceState:
         default_factory=lambda: {"global": {"wifi_on": "1", "bluetooth_on": "0"}}
     )
     files: dict[str, StoredFile] = field(default_factory=dict)
+    folders: set[str] = field(default_factory=lambda: {"/sdcard", DOWNLOADS})
+    """Folders that exist even when empty (a folder holding a file exists anyway)."""
+    dialog: str | None = None
+    """The foreground app's dialog or menu on screen (``time_picker``, ``files_menu``,
+    ``new_folder``), or None."""
     keyboard_shown: bool = False
     focused_field: str | None = None
     fields: dict[str, str] = field(default_factory=dict)
@@ -98,15 +120,48 @@ class DeviceState:
         """A value of ``settings``; None if unset."""
         return self.settings.get(namespace, {}).get(key)
 
-    def contacts(self) -> list[dict[str, str]]:
-        """The stored contacts, sorted by name as the list shows them."""
-        stored = self.files.get(CONTACTS_DB)
-        contacts = json.loads(stored.content) if stored else []
-        return sorted(contacts, key=lambda contact: contact["name"].lower())
+    def raw_contacts(self) -> list[dict[str, Any]]:
+        """Every raw contact the provider holds (``id``, and ``name`` and ``phone`` if set)."""
+        return self._table(CONTACTS_DB)
 
-    def save_contacts(self, contacts: list[dict[str, str]]) -> None:
-        """Store ``contacts`` in the provider's database."""
-        self.files[CONTACTS_DB] = StoredFile(json.dumps(contacts).encode(), mtime=int(time.time()))
+    def contacts(self) -> list[dict[str, Any]]:
+        """The contacts with a name, sorted by it as the list shows them."""
+        named = [contact for contact in self.raw_contacts() if contact.get("name")]
+        return sorted(named, key=lambda contact: contact["name"].lower())
+
+    def save_contacts(self, contacts: list[dict[str, Any]]) -> None:
+        """Store ``contacts`` in the provider's database (each given an id if it has none)."""
+        next_id = max((contact.get("id", 0) for contact in contacts), default=0) + 1
+        for contact in contacts:
+            if "id" not in contact:
+                contact["id"], next_id = next_id, next_id + 1
+        self._store(CONTACTS_DB, contacts)
+
+    def alarms(self) -> list[dict[str, Any]]:
+        """The Clock's alarms (``hour``, ``minute``, ``enabled``), in the order they were set."""
+        return self._table(ALARMS_DB)
+
+    def save_alarms(self, alarms: list[dict[str, Any]]) -> None:
+        """Store the Clock's alarms."""
+        self._store(ALARMS_DB, alarms)
+
+    def entries(self, path: str) -> list[str]:
+        """The names directly in the folder ``path``, sorted."""
+        prefix = path.rstrip("/") + "/"
+        names = {
+            name[len(prefix) :].split("/", 1)[0]
+            for name in [*self.files, *self.folders]
+            if name.startswith(prefix)
+        }
+        return sorted(names)
+
+    def _table(self, path: str) -> list[dict[str, Any]]:
+        stored = self.files.get(path)
+        rows: list[dict[str, Any]] = json.loads(stored.content) if stored else []
+        return rows
+
+    def _store(self, path: str, rows: list[dict[str, Any]]) -> None:
+        self.files[path] = StoredFile(json.dumps(rows).encode(), mtime=int(time.time()))
 
 
 class StandinDevice:
@@ -160,7 +215,13 @@ class StandinDevice:
             self._settle()
             if not (0 <= x < screens.WIDTH and 0 <= y < screens.HEIGHT):
                 return False
-            target = screens.target_at(screens.screen_windows(self.state), x, y)
+            windows = screens.screen_windows(self.state)
+            if self.state.dialog is not None and not any(
+                window.contains(x, y) for window in windows[1:]
+            ):
+                self._close_dialog()  # a tap beside a dialog or a menu dismisses it
+                return True
+            target = screens.target_at(windows, x, y)
             if target is not None and target.enabled and target.on_tap:
                 self._do(target.on_tap)
             return True
@@ -245,10 +306,25 @@ class StandinDevice:
             state.save_contacts([*state.contacts(), {"name": name, "phone": phone.strip()}])
             self._later(self._back)
         elif verb == "delete":
-            contacts = state.contacts()
-            del contacts[state.details_index]
-            state.save_contacts(contacts)
+            gone = state.contacts()[state.details_index]["id"]
+            state.save_contacts([c for c in state.raw_contacts() if c["id"] != gone])
             self._later(self._back)
+        elif verb == "dialog":
+            state.dialog, state.fields = argument, {}
+            state.focused_field, state.keyboard_shown = None, False
+        elif verb == "cancel":
+            self._close_dialog()
+        elif verb == "set_alarm":
+            hour, minute = (int(state.fields[key]) for key in ("hour", "minute"))
+            state.save_alarms([*state.alarms(), {"hour": hour, "minute": minute, "enabled": True}])
+            self._close_dialog()
+        elif verb == "alarm_toggle":
+            alarms = state.alarms()
+            alarms[int(argument)]["enabled"] = not alarms[int(argument)]["enabled"]
+            state.save_alarms(alarms)
+        elif verb == "make_folder":
+            state.folders.add(f"{DOWNLOADS}/{state.fields['folder'].strip()}")
+            self._close_dialog()
 
     def _type_key(self, key: str) -> None:
         state = self.state
@@ -258,7 +334,7 @@ class StandinDevice:
         if key == "DEL":
             state.fields[state.focused_field] = text[:-1]
         elif key == "ENTER":
-            order = [name for name, _ in screens.EDITOR_FIELDS]
+            order = next(form for form in screens.FORMS if state.focused_field in form)
             position = order.index(state.focused_field) + 1
             if position < len(order):
                 state.focused_field = order[position]
@@ -273,7 +349,12 @@ class StandinDevice:
             state.back_stack.append(state.foreground)
         state.foreground = (package, activity)
         state.keyboard_shown, state.focused_field, state.fields = False, None, {}
-        state.list_offset = 0
+        state.list_offset, state.dialog = 0, None
+
+    def _close_dialog(self) -> None:
+        state = self.state
+        state.dialog, state.fields = None, {}
+        state.keyboard_shown, state.focused_field = False, None
 
     def _show_details(self, index: int) -> None:
         self.state.details_index = index
@@ -285,13 +366,16 @@ class StandinDevice:
         if state.keyboard_shown:
             state.keyboard_shown, state.focused_field = False, None
             return
+        if state.dialog is not None:
+            self._close_dialog()
+            return
         if state.back_stack:
             previous = state.back_stack.pop()
             self._later(lambda: self._return_to(previous))
 
     def _return_to(self, previous: tuple[str, str]) -> None:
         state = self.state
-        state.foreground = previous
+        state.foreground, state.dialog = previous, None
         state.keyboard_shown, state.focused_field, state.fields = False, None, {}
 
     def _go_home(self) -> None:
@@ -300,6 +384,18 @@ class StandinDevice:
             self._return_to((LAUNCHER, screens.ACTIVITIES[LAUNCHER]))
 
         self._later(home)
+
+    def saved_state(self) -> DeviceState:
+        """A copy of everything the device keeps (an emulator snapshot's worth)."""
+        with self._lock:
+            self._settle()
+            return copy.deepcopy(self.state)
+
+    def restore_state(self, saved: DeviceState) -> None:
+        """Put the device back in a saved state; a transition under way is dropped."""
+        with self._lock:
+            self._pending.clear()
+            self.state = copy.deepcopy(saved)
 
     def demo_command(self, extras: dict[str, str]) -> None:
         """A ``com.android.systemui.demo`` broadcast: ignored unless the global setting
@@ -359,20 +455,27 @@ class StandinDevice:
             if stored is not None:
                 return stored.mode, len(stored.content), stored.mtime
             prefix = path.rstrip("/") + "/"
-            if path == "/" or any(name.startswith(prefix) for name in self.state.files):
+            if path == "/" or any(
+                name.startswith(prefix) for name in [*self.state.files, *self.state.folders]
+            ):
+                return FOLDER_MODE, 0, 0
+            if path.rstrip("/") in self.state.folders:
                 return FOLDER_MODE, 0, 0
             return None
 
     def listdir(self, path: str) -> list[str]:
         """The names directly in the folder ``path``."""
-        prefix = path.rstrip("/") + "/"
         with self._lock:
-            names = {
-                name[len(prefix) :].split("/", 1)[0]
-                for name in self.state.files
-                if name.startswith(prefix)
-            }
-        return sorted(names)
+            return self.state.entries(path)
+
+    def make_folder(self, path: str) -> str | None:
+        """``mkdir -p``: the folder and those above it; why it cannot be made, or None."""
+        if not path.startswith(("/data/", "/sdcard/", "/storage/")):
+            return f"mkdir: '{path}': Read-only file system"
+        with self._lock:
+            parts = path.rstrip("/").split("/")
+            self.state.folders.update("/".join(parts[:end]) for end in range(2, len(parts) + 1))
+        return None
 
     def read(self, path: str) -> bytes | None:
         """A file's content; None if there is none."""
@@ -396,6 +499,11 @@ class StandinDevice:
                 name for name in self.state.files if name == path or name.startswith(prefix)
             ]:
                 del self.state.files[name]
+            self.state.folders = {
+                name
+                for name in self.state.folders
+                if name != path.rstrip("/") and not name.startswith(prefix)
+            }
 
     def md5(self, path: str) -> str | None:
         """The MD5 of a file, as ``md5sum`` prints it."""

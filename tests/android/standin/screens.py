@@ -1,4 +1,5 @@
-"""The stand-in device's screens: a launcher, Settings, Contacts, a keyboard and the status bar.
+"""The stand-in device's screens: a launcher, Settings, Contacts, Clock, Files, a keyboard and
+the status bar.
 
 Each screen is built from the device's state (:class:`~tests.android.standin.device.DeviceState`)
 every time it is looked at, so what the hierarchy and the screenshot show is what the state
@@ -30,6 +31,8 @@ LIST_TOP = 420
 LAUNCHER = "com.android.launcher3"
 SETTINGS = "com.android.settings"
 CONTACTS = "com.android.contacts"
+CLOCK = "com.android.deskclock"
+FILES = "com.android.documentsui"
 KEYBOARD = "com.android.inputmethod.latin"
 SYSTEMUI = "com.android.systemui"
 
@@ -37,6 +40,8 @@ ACTIVITIES = {
     LAUNCHER: ".uioverride.QuickstepLauncher",
     SETTINGS: ".Settings",
     CONTACTS: ".activities.PeopleActivity",
+    CLOCK: ".DeskClock",
+    FILES: ".files.FilesActivity",
 }
 """Each app's launcher activity."""
 
@@ -48,6 +53,10 @@ TOGGLES = (
 """Settings' switches: their label and the ``settings global`` key each one sets."""
 
 KEY_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+
+FORMS = (("name", "phone"), ("hour", "minute"), ("folder",))
+"""The text fields of each form, in the order Enter moves through them."""
+DOWNLOADS = "/sdcard/Download"
 
 
 @dataclass
@@ -92,6 +101,8 @@ def screen_windows(state: DeviceState) -> list[Node]:
     """The windows on screen, bottom first: the foreground app's, the keyboard's if shown, and
     the status bar's."""
     windows = [_app_window(state)]
+    if state.dialog is not None:
+        windows.append(_dialog(state))
     if state.keyboard_shown:
         windows.append(_keyboard())
     windows.append(_status_bar(state))
@@ -149,6 +160,10 @@ def _app_window(state: DeviceState) -> Node:
         content.children.extend(_contact_details(state))
     elif package == CONTACTS:
         content.children.extend(_contact_list(state))
+    elif package == CLOCK:
+        content.children.extend(_alarms(state))
+    elif package == FILES:
+        content.children.extend(_downloads(state))
     else:
         content.children.extend(_launcher())
     return root
@@ -166,8 +181,9 @@ def _title(package: str, text: str) -> Node:
 
 def _launcher() -> list[Node]:
     icons = []
-    for column, (label, package) in enumerate((("Settings", SETTINGS), ("Contacts", CONTACTS))):
-        left = 60 + column * 270
+    apps = (("Settings", SETTINGS), ("Contacts", CONTACTS), ("Clock", CLOCK), ("Files", FILES))
+    for column, (label, package) in enumerate(apps):
+        left = 30 + column * 260
         icons.append(
             Node(
                 "android.widget.TextView",
@@ -300,6 +316,249 @@ def _contact_list(state: DeviceState) -> list[Node]:
 
 
 EDITOR_FIELDS = (("name", "Name"), ("phone", "Phone"))
+
+
+def _field(
+    package: str,
+    key: str,
+    hint: str,
+    bounds: tuple[int, int, int, int],
+    state: DeviceState,
+    resource_id: str,
+) -> Node:
+    """A text field: a tap gives it the focus (and shows the keyboard)."""
+    return Node(
+        "android.widget.EditText",
+        bounds,
+        package,
+        text=state.fields.get(key, ""),
+        hint=hint,
+        resource_id=resource_id,
+        clickable=True,
+        focusable=True,
+        focused=state.focused_field == key,
+        long_clickable=True,
+        on_tap=f"focus:{key}",
+    )
+
+
+def _button(
+    package: str,
+    text: str,
+    bounds: tuple[int, int, int, int],
+    on_tap: str,
+    resource_id: str = "",
+    enabled: bool = True,
+    desc: str = "",
+) -> Node:
+    """A push button that does ``on_tap``."""
+    return Node(
+        "android.widget.Button",
+        bounds,
+        package,
+        text=text,
+        desc=desc,
+        resource_id=resource_id,
+        clickable=True,
+        focusable=True,
+        enabled=enabled,
+        on_tap=on_tap,
+    )
+
+
+def _alarms(state: DeviceState) -> list[Node]:
+    """The Clock's alarm list: each alarm's time and its switch; the button that adds one."""
+    views: list[Node] = [_title(CLOCK, "Alarm")]
+    for row, alarm in enumerate(state.alarms()):
+        top = LIST_TOP + row * ROW
+        views.append(
+            Node(
+                "android.widget.TextView",
+                (48, top + 40, 700, top + 160),
+                CLOCK,
+                text=f"{alarm['hour']}:{alarm['minute']:02d}",
+                resource_id=f"{CLOCK}:id/digital_clock",
+            )
+        )
+        views.append(
+            Node(
+                "android.widget.Switch",
+                (880, top + 50, 1032, top + 150),
+                CLOCK,
+                text="ON" if alarm["enabled"] else "OFF",
+                resource_id=f"{CLOCK}:id/onoff",
+                clickable=True,
+                checkable=True,
+                checked=alarm["enabled"],
+                focusable=True,
+                on_tap=f"alarm_toggle:{row}",
+            )
+        )
+    if not state.alarms():
+        views.append(
+            Node(
+                "android.widget.TextView",
+                (0, 1000, WIDTH, 1100),
+                CLOCK,
+                text="No alarms",
+                resource_id=f"{CLOCK}:id/alarms_empty_view",
+            )
+        )
+    views.append(
+        Node(
+            "android.widget.ImageButton",
+            (460, 2120, 620, 2280),
+            CLOCK,
+            desc="Add alarm",
+            resource_id=f"{CLOCK}:id/fab",
+            clickable=True,
+            focusable=True,
+            on_tap="dialog:time_picker",
+        )
+    )
+    return views
+
+
+def _downloads(state: DeviceState) -> list[Node]:
+    """Files at the Downloads folder: its entries, and the menu button."""
+    views: list[Node] = [
+        _title(FILES, "Downloads"),
+        Node(
+            "android.widget.ImageButton",
+            (900, STATUS_BAR + 60, 1032, STATUS_BAR + 190),
+            FILES,
+            desc="More options",
+            clickable=True,
+            focusable=True,
+            on_tap="dialog:files_menu",
+        ),
+    ]
+    entries = state.entries(DOWNLOADS)
+    for row, name in enumerate(entries[:VISIBLE_CONTACTS]):
+        top = LIST_TOP + row * ROW
+        views.append(
+            Node(
+                "android.widget.TextView",
+                (48, top + 40, WIDTH - 48, top + 160),
+                FILES,
+                text=name,
+                resource_id="android:id/title",
+            )
+        )
+    if not entries:
+        views.append(
+            Node(
+                "android.widget.TextView",
+                (0, 1000, WIDTH, 1100),
+                FILES,
+                text="No items",
+                resource_id=f"{FILES}:id/message",
+            )
+        )
+    return views
+
+
+def _dialog(state: DeviceState) -> Node:
+    """The foreground app's dialog or menu, in a window of its own above the app's."""
+    package = state.foreground[0]
+    if state.dialog == "files_menu":
+        bounds = (560, STATUS_BAR + 60, 1032, STATUS_BAR + 260)
+        item = Node(
+            "android.widget.TextView",
+            (560, STATUS_BAR + 80, 1032, STATUS_BAR + 240),
+            package,
+            text="New folder",
+            resource_id="android:id/title",
+            clickable=True,
+            focusable=True,
+            on_tap="dialog:new_folder",
+        )
+        return Node("android.widget.ListView", bounds, package, children=[item])
+    top, bottom = 800, 1500
+    window = Node(
+        "android.widget.FrameLayout",
+        (60, top, WIDTH - 60, bottom),
+        package,
+        resource_id="android:id/parentPanel",
+    )
+    if state.dialog == "time_picker":
+        hour, minute = state.fields.get("hour", ""), state.fields.get("minute", "")
+        valid = hour.isdigit() and minute.isdigit() and int(hour) < 24 and int(minute) < 60
+        window.children = [
+            Node(
+                "android.widget.TextView",
+                (100, top + 40, 980, top + 140),
+                package,
+                text="Set time",
+                resource_id="android:id/alertTitle",
+            ),
+            _field(
+                package,
+                "hour",
+                "hour",
+                (100, top + 200, 500, top + 340),
+                state,
+                "android:id/input_hour",
+            ),
+            _field(
+                package,
+                "minute",
+                "minute",
+                (580, top + 200, 980, top + 340),
+                state,
+                "android:id/input_minute",
+            ),
+            _button(
+                package,
+                "Cancel",
+                (420, bottom - 180, 680, bottom - 40),
+                "cancel",
+                "android:id/button2",
+            ),
+            _button(
+                package,
+                "OK",
+                (720, bottom - 180, 980, bottom - 40),
+                "set_alarm",
+                "android:id/button1",
+                enabled=valid,
+            ),
+        ]
+    else:  # new_folder
+        name = state.fields.get("folder", "").strip()
+        window.children = [
+            Node(
+                "android.widget.TextView",
+                (100, top + 40, 980, top + 140),
+                package,
+                text="New folder",
+                resource_id="android:id/alertTitle",
+            ),
+            _field(
+                package,
+                "folder",
+                "Folder name",
+                (100, top + 200, 980, top + 340),
+                state,
+                "android:id/text1",
+            ),
+            _button(
+                package,
+                "Cancel",
+                (420, bottom - 180, 680, bottom - 40),
+                "cancel",
+                "android:id/button2",
+            ),
+            _button(
+                package,
+                "OK",
+                (720, bottom - 180, 980, bottom - 40),
+                "make_folder",
+                "android:id/button1",
+                enabled=bool(name) and "/" not in name,
+            ),
+        ]
+    return window
 
 
 def _contact_editor(state: DeviceState) -> list[Node]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable
+from datetime import datetime, timedelta
 
 from tests.android.standin import screens
 from tests.android.standin.adb import Stream
@@ -73,6 +74,8 @@ class StandinShell:
             "md5sum": self._md5sum,
             "screencap": self._screencap,
             "rm": self._rm,
+            "ls": self._ls,
+            "mkdir": self._mkdir,
             "echo": lambda args: ((" ".join(args) + "\n").encode(), 0),
             "true": lambda args: (b"", 0),
             "sleep": lambda args: (b"", 0),
@@ -160,6 +163,8 @@ class StandinShell:
         if service == "input_method":
             shown = "true" if device.state.keyboard_shown else "false"
             return f"  mInputShown={shown}\n  mServedView=focused\n".encode(), 0
+        if service == "alarm":
+            return next_alarm_clock(device).encode(), 0
         if service == "activity" and args[1:2] == ["activities"]:
             package, activity = device.foreground()
             record = f"ActivityRecord{{5d6e7f8 u0 {package}/{activity} t12}}"
@@ -245,11 +250,15 @@ class StandinShell:
         return b"", 1
 
     def _content(self, args: list[str]) -> Result:
-        """``content query --uri content://com.android.contacts/data/phones``: the contacts."""
-        if args[:1] != ["query"] or "--uri" not in args:
+        """``content query --uri content://com.android.contacts/data/phones``: the contacts;
+        ``content insert`` into ``raw_contacts`` and ``data`` (a name or a phone number)."""
+        if args[:1] not in (["query"], ["insert"]) or "--uri" not in args:
             return b"", 1
-        if not args[args.index("--uri") + 1].startswith("content://com.android.contacts"):
-            return b"Error while accessing provider\n", 1
+        uri = args[args.index("--uri") + 1]
+        if not uri.startswith("content://com.android.contacts/"):
+            return f"Error while accessing provider:{uri}\n".encode(), 1
+        if args[0] == "insert":
+            return self._insert(uri.removeprefix("content://com.android.contacts/"), args)
         rows = self.device.state.contacts()
         if not rows:
             return b"No result found.\n", 0
@@ -257,6 +266,46 @@ class StandinShell:
             f"Row: {index} display_name={row['name']}, data1={row.get('phone', '')}\n"
             for index, row in enumerate(rows)
         ).encode(), 0
+
+    def _insert(self, table: str, args: list[str]) -> Result:
+        binds = {}
+        for position, word in enumerate(args[:-1]):
+            if word == "--bind":
+                name, kind, value = args[position + 1].split(":", 2)
+                binds[name] = None if kind == "n" else int(value) if kind in "il" else value
+        state = self.device.state
+        contacts = state.raw_contacts()
+        if table == "raw_contacts":
+            state.save_contacts([*contacts, {}])
+            return b"", 0
+        field = {
+            "vnd.android.cursor.item/name": "name",
+            "vnd.android.cursor.item/phone_v2": "phone",
+        }
+        owner = next((c for c in contacts if c["id"] == binds.get("raw_contact_id")), None)
+        if table != "data" or owner is None or binds.get("mimetype") not in field:
+            return b"java.lang.IllegalArgumentException: cannot insert this row\n", 1
+        owner[field[str(binds["mimetype"])]] = str(binds.get("data1") or "")
+        state.save_contacts(contacts)
+        return b"", 0
+
+    def _ls(self, args: list[str]) -> Result:
+        paths = [arg for arg in args if not arg.startswith("-")] or ["/"]
+        out, status = [], 0
+        for path in paths:
+            if self.device.stat(path) is None:
+                out.append(f"ls: {path}: No such file or directory\n")
+                status = 1
+            else:
+                out.extend(f"{name}\n" for name in self.device.listdir(path))
+        return "".join(out).encode(), status
+
+    def _mkdir(self, args: list[str]) -> Result:
+        for path in (arg for arg in args if not arg.startswith("-")):
+            error = self.device.make_folder(path)
+            if error:
+                return f"{error}\n".encode(), 1
+        return b"", 0
 
     def _md5sum(self, args: list[str]) -> Result:
         digests = [(path, self.device.md5(path)) for path in args]
@@ -273,3 +322,27 @@ class StandinShell:
         for path in (arg for arg in args if not arg.startswith("-")):
             self.device.remove(path)
         return b"", 0
+
+
+def next_alarm_clock(device: StandinDevice) -> str:
+    """``dumpsys alarm``'s part the Clock's alarms show in: the next alarm clock, which the
+    Clock sets with ``setAlarmClock`` for its earliest enabled alarm."""
+    now = datetime.now()
+    upcoming = []
+    for alarm in device.state.alarms():
+        if alarm["enabled"]:
+            when = now.replace(hour=alarm["hour"], minute=alarm["minute"], second=0, microsecond=0)
+            upcoming.append(when if when > now else when + timedelta(days=1))
+    lines = [
+        "Current Alarm Manager state:",
+        f"  nowRTC={int(now.timestamp() * 1000)} = {now:%Y-%m-%d %H:%M:%S}.000",
+        "",
+        "  Next alarm clock information: ",
+    ]
+    if upcoming:
+        when = min(upcoming)
+        lines.append(
+            f"    user:0 pendingSend:false time:{int(when.timestamp() * 1000)} = "
+            f"{when:%Y-%m-%d %H:%M:%S}.000 = +{int((when - now).total_seconds())}s"
+        )
+    return "\n".join(lines) + "\n"
