@@ -36,6 +36,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -99,13 +101,43 @@ class ContainerSampler(threading.Thread):
         self.join()
 
 
-def run_domain(domain: str, episodes: int, folder: Path) -> dict[str, Any]:
+@contextmanager
+def domain_options(domain: str) -> Iterator[list[str]]:
+    """The ``--env`` options a domain needs on this machine (none but android's).
+
+    No Android runs here, so android collects from the stand-in device in a process of its
+    own (benchmarks/android.py): its row measures the collecting machine's work, not the
+    device's (the stand-in is not the collector's child, so its CPU is not counted).
+    """
+    if domain != "android":
+        yield []
+        return
+    from android import standin_device
+
+    with standin_device() as (serial, server):
+        yield ["--env", f"device={serial}", "--env", f"adb_server={server}"]
+
+
+def run_domain(
+    domain: str, episodes: int, folder: Path, options: list[str] | None = None
+) -> dict[str, Any]:
     """Collect ``episodes`` episodes of ``domain`` with its defaults and measure them."""
     out = folder / domain
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     process = subprocess.Popen(
-        [*CLI, "collect", domain, "--episodes", str(episodes), "--workers", "1", "--out", str(out)],
+        [
+            *CLI,
+            "collect",
+            domain,
+            "--episodes",
+            str(episodes),
+            "--workers",
+            "1",
+            "--out",
+            str(out),
+            *(options or []),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env=os.environ | {"COLUMNS": "200"},
@@ -145,7 +177,10 @@ def run_domain(domain: str, episodes: int, folder: Path) -> dict[str, Any]:
         "sandbox_cpu_s": round(sandbox_cpu, 2),
         "collector_cpu_s": round(collector_cpu, 2),
         "cpu_s": round(sandbox_cpu + collector_cpu, 3),
-        "sandbox_memory_peak_mb": round(max(m for _, m in sampler.last.values()) / 2**20, 1),
+        # a borrowed device (android) is no sandbox of this machine: none sampled
+        "sandbox_memory_peak_mb": round(
+            max((m for _, m in sampler.last.values()), default=0) / 2**20, 1
+        ),
         "collector_rss_peak_mb": round(after.ru_maxrss / 1024, 1),
         "raw_bytes_per_transition": round(raw_bytes / transitions),
         "parquet_bytes_per_transition": round(parquet_bytes / transitions),
@@ -190,7 +225,10 @@ def plan_rows(measured: dict[str, Any]) -> list[dict[str, Any]]:
         cpu_per_episode = m["marginal_cpu_s_per_episode"]
         cores_per_running_episode = cpu_per_episode / m["episode_wall_s_median"]
         by_cpu = CPU_UTILISATION * MACHINE_CPUS / max(cores_per_running_episode, 1e-3)
-        by_memory = MEMORY_UTILISATION * MACHINE_MEMORY_GB * 1024 / m["sandbox_memory_peak_mb"]
+        sandbox_mb = m["sandbox_memory_peak_mb"]
+        by_memory = (
+            MEMORY_UTILISATION * MACHINE_MEMORY_GB * 1024 / sandbox_mb if sandbox_mb else math.inf
+        )
         concurrency = max(1, int(min(by_cpu, by_memory)))
         cpu_core_hours = share * m["marginal_cpu_s_per_transition"] / 3600
         # Machines are filled to CPU_UTILISATION of their cores, or to their memory when that
@@ -225,6 +263,8 @@ def print_plan(results_dir: Path) -> None:
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         costs_of = row["costs_of"] + (" (estimate)" if row["costs_of"] != row["domain"] else "")
+        if row["costs_of"] == "android":  # no Android runs here: measured against the stand-in
+            costs_of += " (stand-in device)"
         print(
             f"| {row['domain']} | {costs_of} | {row['transitions']:,.0f} | "
             f"{row['episodes']:,.0f} | {row['cpu_core_hours']:,.0f} | {row['concurrency']} "
@@ -266,8 +306,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="wt-bench-scale-") as tmp:
         for domain in args.domains:
             log(f"{domain}: {args.episodes} episodes…")
-            single = run_domain(domain, 1, Path(tmp) / "one")
-            many = run_domain(domain, args.episodes, Path(tmp) / "many")
+            with domain_options(domain) as options:
+                single = run_domain(domain, 1, Path(tmp) / "one", options)
+                many = run_domain(domain, args.episodes, Path(tmp) / "many", options)
             results[domain] = many | marginal_costs(single, many)
             log(f"  {json.dumps(results[domain])}")
     table = Table(title=f"cost per domain ({args.episodes} episodes each, defaults, 1 at a time)")
