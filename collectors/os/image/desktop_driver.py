@@ -1682,7 +1682,6 @@ class Actor:
         self.planned_s = self.planned_wait(function, values)
         point = self.pointed_at(values)
         if function in PRESSES and point is not None:
-            self.planned_s += APPROACH_S
             return lambda: (self.approach(*point), target(*bound.args, **bound.kwargs))
         return lambda: target(*bound.args, **bound.kwargs)
 

@@ -291,28 +291,34 @@ def _contact_list(state: DeviceState) -> list[Node]:
             )
         )
     else:
-        views.append(
-            Node(
-                "android.widget.TextView",
-                (0, 1000, WIDTH, 1100),
-                CONTACTS,
-                text="No contacts",
-                resource_id=f"{CONTACTS}:id/empty_list_message",
-            )
-        )
-    views.append(
-        Node(
-            "android.widget.ImageButton",
-            (860, 2120, 1020, 2280),
-            CONTACTS,
-            desc="Create contact",
-            resource_id=f"{CONTACTS}:id/floating_action_button",
-            clickable=True,
-            focusable=True,
-            on_tap="open:editor",
-        )
-    )
+        views.append(_empty(CONTACTS, "No contacts", "empty_list_message"))
+    views.append(_fab(CONTACTS, "Create contact", "floating_action_button", 860, "open:editor"))
     return views
+
+
+def _empty(package: str, text: str, resource: str) -> Node:
+    """The message an app shows where its list has nothing."""
+    return Node(
+        "android.widget.TextView",
+        (0, 1000, WIDTH, 1100),
+        package,
+        text=text,
+        resource_id=f"{package}:id/{resource}",
+    )
+
+
+def _fab(package: str, desc: str, resource: str, left: int, on_tap: str) -> Node:
+    """An app's floating action button, at the bottom of the screen from ``left``."""
+    return Node(
+        "android.widget.ImageButton",
+        (left, 2120, left + 160, 2280),
+        package,
+        desc=desc,
+        resource_id=f"{package}:id/{resource}",
+        clickable=True,
+        focusable=True,
+        on_tap=on_tap,
+    )
 
 
 EDITOR_FIELDS = (("name", "Name"), ("phone", "Phone"))
@@ -395,27 +401,8 @@ def _alarms(state: DeviceState) -> list[Node]:
             )
         )
     if not state.alarms():
-        views.append(
-            Node(
-                "android.widget.TextView",
-                (0, 1000, WIDTH, 1100),
-                CLOCK,
-                text="No alarms",
-                resource_id=f"{CLOCK}:id/alarms_empty_view",
-            )
-        )
-    views.append(
-        Node(
-            "android.widget.ImageButton",
-            (460, 2120, 620, 2280),
-            CLOCK,
-            desc="Add alarm",
-            resource_id=f"{CLOCK}:id/fab",
-            clickable=True,
-            focusable=True,
-            on_tap="dialog:time_picker",
-        )
-    )
+        views.append(_empty(CLOCK, "No alarms", "alarms_empty_view"))
+    views.append(_fab(CLOCK, "Add alarm", "fab", 460, "dialog:time_picker"))
     return views
 
 
@@ -446,15 +433,7 @@ def _downloads(state: DeviceState) -> list[Node]:
             )
         )
     if not entries:
-        views.append(
-            Node(
-                "android.widget.TextView",
-                (0, 1000, WIDTH, 1100),
-                FILES,
-                text="No items",
-                resource_id=f"{FILES}:id/message",
-            )
-        )
+        views.append(_empty(FILES, "No items", "message"))
     return views
 
 
@@ -474,91 +453,52 @@ def _dialog(state: DeviceState) -> Node:
             on_tap="dialog:new_folder",
         )
         return Node("android.widget.ListView", bounds, package, children=[item])
+    if state.dialog == "time_picker":
+        hour, minute = state.fields.get("hour", ""), state.fields.get("minute", "")
+        valid = hour.isdigit() and minute.isdigit() and int(hour) < 24 and int(minute) < 60
+        fields = [
+            _field(package, "hour", "hour", (100, 1000, 500, 1140), state, "android:id/input_hour"),
+            _field(
+                package,
+                "minute",
+                "minute",
+                (580, 1000, 980, 1140),
+                state,
+                "android:id/input_minute",
+            ),
+        ]
+        return _alert(package, "Set time", fields, "set_alarm", valid)
+    name = state.fields.get("folder", "").strip()  # the new_folder dialog
+    field = _field(
+        package, "folder", "Folder name", (100, 1000, 980, 1140), state, "android:id/text1"
+    )
+    return _alert(package, "New folder", [field], "make_folder", bool(name) and "/" not in name)
+
+
+def _alert(package: str, title: str, fields: list[Node], confirm: str, valid: bool) -> Node:
+    """An alert dialog: its title, its fields, Cancel, and OK (enabled when ``valid``)."""
     top, bottom = 800, 1500
-    window = Node(
+    heading = Node(
+        "android.widget.TextView",
+        (100, top + 40, 980, top + 140),
+        package,
+        text=title,
+        resource_id="android:id/alertTitle",
+    )
+    cancel = (420, bottom - 180, 680, bottom - 40)
+    ok = (720, bottom - 180, 980, bottom - 40)
+    return Node(
         "android.widget.FrameLayout",
         (60, top, WIDTH - 60, bottom),
         package,
         resource_id="android:id/parentPanel",
+        children=[
+            heading,
+            *fields,
+            _button(package, "Cancel", cancel, "cancel", "android:id/button2"),
+            _button(package, "OK", ok, confirm, "android:id/button1", enabled=valid),
+        ],
     )
-    if state.dialog == "time_picker":
-        hour, minute = state.fields.get("hour", ""), state.fields.get("minute", "")
-        valid = hour.isdigit() and minute.isdigit() and int(hour) < 24 and int(minute) < 60
-        window.children = [
-            Node(
-                "android.widget.TextView",
-                (100, top + 40, 980, top + 140),
-                package,
-                text="Set time",
-                resource_id="android:id/alertTitle",
-            ),
-            _field(
-                package,
-                "hour",
-                "hour",
-                (100, top + 200, 500, top + 340),
-                state,
-                "android:id/input_hour",
-            ),
-            _field(
-                package,
-                "minute",
-                "minute",
-                (580, top + 200, 980, top + 340),
-                state,
-                "android:id/input_minute",
-            ),
-            _button(
-                package,
-                "Cancel",
-                (420, bottom - 180, 680, bottom - 40),
-                "cancel",
-                "android:id/button2",
-            ),
-            _button(
-                package,
-                "OK",
-                (720, bottom - 180, 980, bottom - 40),
-                "set_alarm",
-                "android:id/button1",
-                enabled=valid,
-            ),
-        ]
-    else:  # new_folder
-        name = state.fields.get("folder", "").strip()
-        window.children = [
-            Node(
-                "android.widget.TextView",
-                (100, top + 40, 980, top + 140),
-                package,
-                text="New folder",
-                resource_id="android:id/alertTitle",
-            ),
-            _field(
-                package,
-                "folder",
-                "Folder name",
-                (100, top + 200, 980, top + 340),
-                state,
-                "android:id/text1",
-            ),
-            _button(
-                package,
-                "Cancel",
-                (420, bottom - 180, 680, bottom - 40),
-                "cancel",
-                "android:id/button2",
-            ),
-            _button(
-                package,
-                "OK",
-                (720, bottom - 180, 980, bottom - 40),
-                "make_folder",
-                "android:id/button1",
-                enabled=bool(name) and "/" not in name,
-            ),
-        ]
-    return window
 
 
 def _contact_editor(state: DeviceState) -> list[Node]:
